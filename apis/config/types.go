@@ -1,0 +1,68 @@
+package config
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TailorArgs configures the Tailor plugin of one scheduler profile: which cluster it provisions
+// for and the pools of capacity it may launch.
+type TailorArgs struct {
+	metav1.TypeMeta
+
+	// ClusterName is the EKS cluster's name. It scopes ownership tags, discovery tags and names.
+	ClusterName string
+	// Region is the AWS region. Empty means the SDK's default chain (AWS_REGION, profile, IMDS).
+	Region string
+	// KubernetesVersion picks the EKS-optimized AMI for aliases such as al2023 (e.g. "1.34").
+	KubernetesVersion string
+	// Pools are the kinds of capacity Tailor may launch.
+	Pools []Pool
+	// BatchIdleDuration is how long the batcher waits for another failed pod before it plans.
+	BatchIdleDuration metav1.Duration
+	// BatchMaxDuration caps how long a batch may keep growing.
+	BatchMaxDuration metav1.Duration
+	// RegistrationTimeout is how long a launched instance may take to register its Node before
+	// Tailor terminates it and plans its pods again.
+	RegistrationTimeout metav1.Duration
+}
+
+// Pool is one kind of capacity: where it may run, what it may be, and how its nodes look.
+type Pool struct {
+	// Name identifies the pool in labels, tags and claims.
+	Name string
+	// Weight orders pools: a pod goes to the highest-weight pool that can hold it, even if a
+	// lower-weight pool is cheaper.
+	Weight int32
+	// Requirements restrict instance types and offerings by well-known and Tailor labels.
+	Requirements []corev1.NodeSelectorRequirement
+	// CapacityTypes the pool may buy: on-demand, spot.
+	CapacityTypes []string
+	// Zones restricts the pool to these availability zones. Empty means every zone with a subnet.
+	Zones []string
+	// SubnetSelector picks the subnets instances launch into.
+	SubnetSelector Selector
+	// SecurityGroupSelector picks the security groups of the instances.
+	SecurityGroupSelector Selector
+	// AMI is an alias resolved through SSM (al2023) or an explicit image ID (ami-...).
+	AMI string
+	// InstanceProfile is the IAM instance profile name of the nodes.
+	InstanceProfile string
+	// Labels are put on every node of the pool.
+	Labels map[string]string
+	// Taints are put on every node of the pool; only pods tolerating them land there.
+	Taints []corev1.Taint
+	// StartupTaints are put on nodes at registration and expected to be removed by another agent
+	// (a CNI, a GPU operator); Tailor plans as if they were absent.
+	StartupTaints []corev1.Taint
+	// Limits caps the total resources (cpu, memory) of the pool's nodes, in flight or running.
+	Limits corev1.ResourceList
+}
+
+// Selector picks EC2 resources by ID or by tags (value "*" means any value).
+type Selector struct {
+	IDs  []string
+	Tags map[string]string
+}

@@ -1,0 +1,58 @@
+package v1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Defaults users can rely on; the README and the example profile cite them.
+const (
+	DefaultKubernetesVersion   = "1.34"
+	DefaultAMI                 = "al2023"
+	DefaultBatchIdleDuration   = 100 * time.Millisecond
+	DefaultBatchMaxDuration    = time.Second
+	DefaultRegistrationTimeout = 15 * time.Minute
+	// DiscoveryTag is the tag the default subnet and security-group selectors look for, with the
+	// cluster name as its value.
+	DiscoveryTag = "tailor.dev/discovery"
+)
+
+// SetDefaults_TailorArgs fills what a user may leave out.
+func SetDefaults_TailorArgs(obj *TailorArgs) {
+	if obj.KubernetesVersion == nil {
+		obj.KubernetesVersion = ptr.To(DefaultKubernetesVersion)
+	}
+	if obj.BatchIdleDuration == nil {
+		obj.BatchIdleDuration = &metav1.Duration{Duration: DefaultBatchIdleDuration}
+	}
+	if obj.BatchMaxDuration == nil {
+		obj.BatchMaxDuration = &metav1.Duration{Duration: DefaultBatchMaxDuration}
+	}
+	if obj.RegistrationTimeout == nil {
+		obj.RegistrationTimeout = &metav1.Duration{Duration: DefaultRegistrationTimeout}
+	}
+	for i := range obj.Pools {
+		p := &obj.Pools[i]
+		if p.Weight == nil {
+			p.Weight = ptr.To[int32](0)
+		}
+		if len(p.CapacityTypes) == 0 {
+			p.CapacityTypes = []string{"on-demand"}
+		}
+		if p.AMI == nil {
+			p.AMI = ptr.To(DefaultAMI)
+		}
+		if obj.ClusterName != "" {
+			if p.SubnetSelector.empty() {
+				p.SubnetSelector = Selector{Tags: map[string]string{DiscoveryTag: obj.ClusterName}}
+			}
+			if p.SecurityGroupSelector.empty() {
+				p.SecurityGroupSelector = Selector{Tags: map[string]string{DiscoveryTag: obj.ClusterName}}
+			}
+		}
+	}
+}
+
+func (s Selector) empty() bool { return len(s.IDs) == 0 && len(s.Tags) == 0 }

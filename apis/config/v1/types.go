@@ -1,0 +1,64 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// TailorArgs configures the Tailor plugin of one scheduler profile.
+type TailorArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// ClusterName is the EKS cluster's name. Required.
+	ClusterName string `json:"clusterName"`
+	// Region is the AWS region; empty means the SDK's default chain (AWS_REGION, profile, IMDS).
+	Region string `json:"region,omitempty"`
+	// KubernetesVersion picks the EKS-optimized AMI for aliases. Defaults to 1.34.
+	KubernetesVersion *string `json:"kubernetesVersion,omitempty"`
+	// Pools are the kinds of capacity Tailor may launch. At least one.
+	Pools []Pool `json:"pools"`
+	// BatchIdleDuration is how long the batcher waits for another failed pod. Defaults to 100ms.
+	BatchIdleDuration *metav1.Duration `json:"batchIdleDuration,omitempty"`
+	// BatchMaxDuration caps how long a batch may keep growing. Defaults to 1s.
+	BatchMaxDuration *metav1.Duration `json:"batchMaxDuration,omitempty"`
+	// RegistrationTimeout is how long an instance may take to register. Defaults to 15m.
+	RegistrationTimeout *metav1.Duration `json:"registrationTimeout,omitempty"`
+}
+
+// Pool is one kind of capacity.
+type Pool struct {
+	// Name identifies the pool in labels, tags and claims. Required, a DNS label.
+	Name string `json:"name"`
+	// Weight orders pools (0–100): a pod goes to the highest-weight pool that can hold it.
+	Weight *int32 `json:"weight,omitempty"`
+	// Requirements over well-known and Tailor labels (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements,omitempty"`
+	// CapacityTypes the pool may buy: on-demand, spot. Defaults to [on-demand].
+	CapacityTypes []string `json:"capacityTypes,omitempty"`
+	// Zones restricts the pool to these availability zones. Empty means every selected subnet's zone.
+	Zones []string `json:"zones,omitempty"`
+	// SubnetSelector picks subnets. Defaults to tags {tailor.dev/discovery: <clusterName>}.
+	SubnetSelector Selector `json:"subnetSelector,omitempty"`
+	// SecurityGroupSelector picks security groups. Defaults to tags {tailor.dev/discovery: <clusterName>}.
+	SecurityGroupSelector Selector `json:"securityGroupSelector,omitempty"`
+	// AMI is an alias resolved through SSM (al2023) or an image ID (ami-...). Defaults to al2023.
+	AMI *string `json:"ami,omitempty"`
+	// InstanceProfile is the IAM instance profile name of the nodes.
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Labels are put on every node of the pool.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are put on every node of the pool.
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// StartupTaints are put on nodes at registration and removed by another agent.
+	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
+	// Limits caps the total cpu and memory of the pool's nodes.
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
+
+// Selector picks EC2 resources by IDs or by tags (value "*" means any value); not both.
+type Selector struct {
+	IDs  []string          `json:"ids,omitempty"`
+	Tags map[string]string `json:"tags,omitempty"`
+}

@@ -1,0 +1,213 @@
+// Package validation checks TailorArgs after defaulting, naming the offending field of every
+// error so a bad profile stops the scheduler with a message the user can act on.
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+var (
+	regionPattern = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$`)
+	zonePattern   = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+[a-z]$`)
+	amiPattern    = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
+	versionRegexp = regexp.MustCompile(`^1\.[0-9]{2}$`)
+
+	// AMIAliases are the image aliases Tailor resolves through SSM.
+	AMIAliases = sets.New("al2023")
+
+	capacityTypes = sets.New("on-demand", "spot")
+	taintEffects  = sets.New(string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))
+	limitNames    = sets.New(corev1.ResourceCPU, corev1.ResourceMemory)
+
+	// RequirementKeys are the labels a pool may constrain: the ones every candidate instance
+	// type has a value for. Custom node labels belong in labels, not requirements.
+	RequirementKeys = sets.New(
+		corev1.LabelTopologyZone, corev1.LabelInstanceTypeStable, corev1.LabelArchStable, corev1.LabelOSStable,
+		v1alpha1.LabelCapacityType, v1alpha1.LabelInstanceFamily, v1alpha1.LabelInstanceCategory,
+		v1alpha1.LabelInstanceGeneration, v1alpha1.LabelInstanceSize, v1alpha1.LabelInstanceCPU,
+		v1alpha1.LabelInstanceMemory, v1alpha1.LabelInstanceGPUCount, v1alpha1.LabelInstanceGPUName,
+		v1alpha1.LabelInstanceGPUMemory,
+	)
+
+	// reservedLabelKeys are set by Tailor or the kubelet from the instance itself; a pool that
+	// set them would lie about the node.
+	reservedLabelKeys = RequirementKeys.Clone().Insert(v1alpha1.LabelPool, v1alpha1.LabelClaim, corev1.LabelHostname)
+)
+
+// ValidateTailorArgs returns every problem of args, each naming its field under path.
+func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
+	var errs field.ErrorList
+	if args.ClusterName == "" {
+		errs = append(errs, field.Required(path.Child("clusterName"), "the EKS cluster name scopes every tag and name Tailor writes"))
+	} else if msgs := validation.IsDNS1123Subdomain(args.ClusterName); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("clusterName"), args.ClusterName, msgs[0]))
+	}
+	if args.Region != "" && !regionPattern.MatchString(args.Region) {
+		errs = append(errs, field.Invalid(path.Child("region"), args.Region, "not an AWS region name such as us-east-1"))
+	}
+	if !versionRegexp.MatchString(args.KubernetesVersion) {
+		errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), args.KubernetesVersion, "must look like 1.34"))
+	}
+	if args.BatchIdleDuration.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("batchIdleDuration"), args.BatchIdleDuration.String(), "must be positive"))
+	}
+	if args.BatchMaxDuration.Duration < args.BatchIdleDuration.Duration {
+		errs = append(errs, field.Invalid(path.Child("batchMaxDuration"), args.BatchMaxDuration.String(), "must be at least batchIdleDuration"))
+	}
+	if args.RegistrationTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("registrationTimeout"), args.RegistrationTimeout.String(), "must be positive"))
+	}
+	if len(args.Pools) == 0 {
+		errs = append(errs, field.Required(path.Child("pools"), "at least one pool is needed to launch anything"))
+	}
+	names := sets.New[string]()
+	for i := range args.Pools {
+		p := path.Child("pools").Index(i)
+		errs = append(errs, validatePool(p, &args.Pools[i])...)
+		if names.Has(args.Pools[i].Name) {
+			errs = append(errs, field.Duplicate(p.Child("name"), args.Pools[i].Name))
+		}
+		names.Insert(args.Pools[i].Name)
+	}
+	return errs.ToAggregate()
+}
+
+func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
+	var errs field.ErrorList
+	if p.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	} else if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("name"), p.Name, msgs[0]))
+	}
+	if p.Weight < 0 || p.Weight > 100 {
+		errs = append(errs, field.Invalid(path.Child("weight"), p.Weight, "must be between 0 and 100"))
+	}
+	for i, r := range p.Requirements {
+		errs = append(errs, validateRequirement(path.Child("requirements").Index(i), r)...)
+	}
+	if len(p.CapacityTypes) == 0 {
+		errs = append(errs, field.Required(path.Child("capacityTypes"), "on-demand, spot or both"))
+	}
+	seen := sets.New[string]()
+	for i, ct := range p.CapacityTypes {
+		if !capacityTypes.Has(ct) {
+			errs = append(errs, field.NotSupported(path.Child("capacityTypes").Index(i), ct, sets.List(capacityTypes)))
+		} else if seen.Has(ct) {
+			errs = append(errs, field.Duplicate(path.Child("capacityTypes").Index(i), ct))
+		}
+		seen.Insert(ct)
+	}
+	for i, z := range p.Zones {
+		if !zonePattern.MatchString(z) {
+			errs = append(errs, field.Invalid(path.Child("zones").Index(i), z, "not an availability zone name such as us-east-1a"))
+		}
+	}
+	errs = append(errs, validateSelector(path.Child("subnetSelector"), p.SubnetSelector, "subnet-")...)
+	errs = append(errs, validateSelector(path.Child("securityGroupSelector"), p.SecurityGroupSelector, "sg-")...)
+	if !AMIAliases.Has(p.AMI) && !amiPattern.MatchString(p.AMI) {
+		errs = append(errs, field.Invalid(path.Child("ami"), p.AMI, fmt.Sprintf("must be an image ID (ami-...) or one of the aliases %v", sets.List(AMIAliases))))
+	}
+	for k, v := range p.Labels {
+		lp := path.Child("labels").Key(k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(lp, k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(lp, v, msg))
+		}
+		if reservedLabelKeys.Has(k) {
+			errs = append(errs, field.Forbidden(lp, "set by Tailor from the instance; constrain it with requirements instead"))
+		}
+	}
+	errs = append(errs, validateTaints(path.Child("taints"), p.Taints)...)
+	errs = append(errs, validateTaints(path.Child("startupTaints"), p.StartupTaints)...)
+	for name, q := range p.Limits {
+		lp := path.Child("limits").Key(string(name))
+		if !limitNames.Has(name) {
+			errs = append(errs, field.NotSupported(lp, name, []string{"cpu", "memory"}))
+		} else if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(lp, q.String(), "must not be negative"))
+		}
+	}
+	return errs
+}
+
+func validateRequirement(path *field.Path, r corev1.NodeSelectorRequirement) field.ErrorList {
+	var errs field.ErrorList
+	if !RequirementKeys.Has(r.Key) {
+		errs = append(errs, field.NotSupported(path.Child("key"), r.Key, sets.List(RequirementKeys)))
+	}
+	vp := path.Child("values")
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if len(r.Values) == 0 {
+			errs = append(errs, field.Required(vp, fmt.Sprintf("operator %s needs at least one value", r.Operator)))
+		}
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		if len(r.Values) != 0 {
+			errs = append(errs, field.Forbidden(vp, fmt.Sprintf("operator %s takes no values", r.Operator)))
+		}
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if len(r.Values) != 1 {
+			errs = append(errs, field.Invalid(vp, r.Values, fmt.Sprintf("operator %s needs exactly one integer value", r.Operator)))
+		} else if _, err := strconv.ParseInt(r.Values[0], 10, 64); err != nil {
+			errs = append(errs, field.Invalid(vp.Index(0), r.Values[0], "must be an integer"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("operator"), r.Operator, []string{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}))
+	}
+	for i, v := range r.Values {
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(vp.Index(i), v, msg))
+		}
+	}
+	return errs
+}
+
+func validateSelector(path *field.Path, s config.Selector, idPrefix string) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case len(s.IDs) == 0 && len(s.Tags) == 0:
+		errs = append(errs, field.Required(path, "set ids or tags"))
+	case len(s.IDs) > 0 && len(s.Tags) > 0:
+		errs = append(errs, field.Invalid(path, "ids and tags", "set ids or tags, not both"))
+	}
+	for i, id := range s.IDs {
+		if len(id) <= len(idPrefix) || id[:len(idPrefix)] != idPrefix {
+			errs = append(errs, field.Invalid(path.Child("ids").Index(i), id, "must start with "+idPrefix))
+		}
+	}
+	for k := range s.Tags {
+		if k == "" {
+			errs = append(errs, field.Invalid(path.Child("tags"), k, "tag keys must not be empty"))
+		}
+	}
+	return errs
+}
+
+func validateTaints(path *field.Path, taints []corev1.Taint) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range taints {
+		tp := path.Index(i)
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(tp.Child("value"), t.Value, msg))
+		}
+		if !taintEffects.Has(string(t.Effect)) {
+			errs = append(errs, field.NotSupported(tp.Child("effect"), t.Effect, sets.List(taintEffects)))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SchemeGroupVersion is the group and version of Claim.
+var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: "v1alpha1"}
+
+// ClaimResource is the resource path of claims, for dynamic clients.
+var ClaimResource = SchemeGroupVersion.WithResource("claims")
+
+var (
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	AddToScheme   = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &Claim{}, &ClaimList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}
+
+// ClaimPhase is where a claim is in its life.
+type ClaimPhase string
+
+const (
+	// ClaimPending: recorded, launch not yet confirmed. A restart re-issues the launch with the
+	// same client token, so the instance is never doubled.
+	ClaimPending ClaimPhase = "Pending"
+	// ClaimLaunched: EC2 returned an instance; its Node has not registered yet.
+	ClaimLaunched ClaimPhase = "Launched"
+	// ClaimRegistered: the Node registered and carries the promised labels and taints.
+	ClaimRegistered ClaimPhase = "Registered"
+	// ClaimFailed: no offering could be launched, or the node never registered. The instance (if
+	// any) is terminated and the claim deleted shortly after.
+	ClaimFailed ClaimPhase = "Failed"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Claim records one launch: the pods it was planned for, the instance, the node it becomes.
+// It is cluster-scoped so `kubectl get claims` shows all in-flight capacity.
+type Claim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClaimSpec   `json:"spec"`
+	Status ClaimStatus `json:"status,omitempty"`
+}
+
+// ClaimSpec is the plan: what to launch and for whom.
+type ClaimSpec struct {
+	// Pool the capacity belongs to.
+	Pool string `json:"pool"`
+	// CapacityType is on-demand or spot.
+	CapacityType string `json:"capacityType"`
+	// Zone the node is planned in.
+	Zone string `json:"zone"`
+	// InstanceTypes acceptable for the planned pods, preferred (cheapest) first.
+	InstanceTypes []string `json:"instanceTypes"`
+	// Pods the capacity was planned for.
+	Pods []PodRef `json:"pods,omitempty"`
+	// PodCount is len(Pods), kept for printer columns.
+	PodCount int `json:"podCount"`
+	// Resources is the allocatable the plan assumed for the node.
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+}
+
+// PodRef names a pod the claim was planned for.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// ClaimStatus is what happened.
+type ClaimStatus struct {
+	Phase ClaimPhase `json:"phase,omitempty"`
+	// InstanceID, InstanceType, Zone and CapacityType of the launched instance.
+	InstanceID   string `json:"instanceID,omitempty"`
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	// PricePerHour in USD, as decimal text.
+	PricePerHour string `json:"pricePerHour,omitempty"`
+	// ProviderID the Node will carry (aws:///<zone>/<instance-id>).
+	ProviderID string `json:"providerID,omitempty"`
+	// NodeName is the expected (then actual) Node name: the instance's private DNS name.
+	NodeName     string       `json:"nodeName,omitempty"`
+	LaunchedAt   *metav1.Time `json:"launchedAt,omitempty"`
+	RegisteredAt *metav1.Time `json:"registeredAt,omitempty"`
+	// Message explains the phase, e.g. why a launch failed.
+	Message string `json:"message,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClaimList is a list of claims.
+type ClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Claim `json:"items"`
+}

@@ -1,0 +1,39 @@
+package v1alpha1
+
+// Labels Tailor puts on the nodes it launches, beside the well-known Kubernetes ones
+// (topology.kubernetes.io/zone, node.kubernetes.io/instance-type, kubernetes.io/arch, kubernetes.io/os).
+// Pools may write requirements over all of them; pods may select on them.
+const (
+	Group = "tailor.dev"
+
+	LabelPool               = Group + "/pool"
+	LabelCapacityType       = Group + "/capacity-type"
+	LabelInstanceFamily     = Group + "/instance-family"
+	LabelInstanceCategory   = Group + "/instance-category"
+	LabelInstanceGeneration = Group + "/instance-generation"
+	LabelInstanceSize       = Group + "/instance-size"
+	LabelInstanceCPU        = Group + "/instance-cpu"
+	LabelInstanceMemory     = Group + "/instance-memory" // MiB
+	LabelInstanceGPUCount   = Group + "/instance-gpu-count"
+	LabelInstanceGPUName    = Group + "/instance-gpu-name"
+	LabelInstanceGPUMemory  = Group + "/instance-gpu-memory" // MiB, all GPUs together
+	LabelClaim              = Group + "/claim"
+
+	// TaintUnregistered is set by the kubelet at registration (through user data) and removed by
+	// Tailor once it has matched the node to its claim and applied the pool's labels and taints,
+	// so no pod lands on a node before it looks the way the plan promised.
+	TaintUnregistered = Group + "/unregistered"
+
+	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away from it.
+	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+)
+
+// Tags on every EC2 resource Tailor creates. An instance without TagClusterPrefix+<cluster>=owned
+// and TagClaim is never touched.
+const (
+	TagClusterPrefix = "kubernetes.io/cluster/"
+	TagEKSCluster    = "eks:eks-cluster-name"
+	TagPool          = LabelPool
+	TagClaim         = LabelClaim
+	TagOwnedValue    = "owned"
+)

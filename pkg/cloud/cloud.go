@@ -1,0 +1,154 @@
+// Package cloud is the narrow interface between Tailor's planning code and a cloud's compute API.
+// Everything above this package speaks in instance types, offerings, subnets and instances; only
+// the implementation (pkg/cloud/ec2) knows about EC2 requests, pagination and retries.
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CapacityType is how an instance is bought.
+type CapacityType string
+
+const (
+	OnDemand CapacityType = "on-demand"
+	Spot     CapacityType = "spot"
+)
+
+// InstanceType is one launchable machine shape with everything the planner and the allocatable
+// model need. Offerings say where and how it can be bought, and at what price.
+type InstanceType struct {
+	Name            string
+	Arch            string // Kubernetes spelling: amd64 or arm64
+	VCPUs           int64
+	MemoryMiB       int64 // as DescribeInstanceTypes reports it, before VM overhead
+	GPUCount        int64
+	GPUName         string
+	GPUManufacturer string
+	GPUMemoryMiB    int64 // total over all GPUs
+	// MaxENIs and IPv4PerENI are what the EKS-optimized AMI uses to compute max pods.
+	MaxENIs    int64
+	IPv4PerENI int64
+	BareMetal  bool
+	Hypervisor string
+	Offerings  []Offering
+}
+
+// Offering is one (zone, capacity type) in which a type can be launched, with its hourly price.
+type Offering struct {
+	Zone         string
+	CapacityType CapacityType
+	PricePerHour float64
+}
+
+// Subnet is a launchable subnet.
+type Subnet struct {
+	ID           string
+	Zone         string
+	AvailableIPs int64
+}
+
+// Selector picks subnets, security groups or images: by IDs, or by tags (every tag must match;
+// the value "*" matches any value of that key). IDs and tags may not both be set.
+type Selector struct {
+	IDs  []string
+	Tags map[string]string
+}
+
+// LaunchRequest asks for exactly one instance from a set of interchangeable overrides.
+type LaunchRequest struct {
+	// ClientToken makes the launch idempotent: a retry with the same token returns the same
+	// instance instead of launching another.
+	ClientToken  string
+	CapacityType CapacityType
+	// Overrides are the acceptable (type, subnet) pairs, most preferred first.
+	Overrides []Override
+	// Image is an explicit AMI ID (ami-...) or an alias resolved through SSM (al2023, bottlerocket).
+	Image            string
+	InstanceProfile  string
+	SecurityGroupIDs []string
+	// NodeLabels and NodeTaints are passed to the kubelet through user data so the node registers
+	// with them.
+	NodeLabels map[string]string
+	NodeTaints []Taint
+	// Tags go on the instance, its volumes and the fleet request.
+	Tags map[string]string
+}
+
+// Taint is a node taint in kubelet flag form.
+type Taint struct {
+	Key, Value, Effect string
+}
+
+// Override is one acceptable (instance type, subnet) pair of a launch.
+type Override struct {
+	InstanceType string
+	SubnetID     string
+}
+
+// LaunchResult holds the launched instance (nil if none) and the per-override failures the
+// cloud reported, so the caller can mark those offerings unavailable.
+type LaunchResult struct {
+	Instance *Instance
+	Errors   []OfferingError
+}
+
+// OfferingError is a failure of one override, such as InsufficientInstanceCapacity.
+type OfferingError struct {
+	InstanceType string
+	Zone         string
+	SubnetID     string
+	Code         string
+	Message      string
+}
+
+func (e OfferingError) Error() string {
+	return fmt.Sprintf("%s in %s: %s: %s", e.InstanceType, e.Zone, e.Code, e.Message)
+}
+
+// Instance states, as EC2 names them.
+const (
+	StatePending      = "pending"
+	StateRunning      = "running"
+	StateShuttingDown = "shutting-down"
+	StateTerminated   = "terminated"
+	StateStopping     = "stopping"
+	StateStopped      = "stopped"
+)
+
+// Instance is a launched machine.
+type Instance struct {
+	ID             string
+	Type           string
+	Zone           string
+	SubnetID       string
+	ImageID        string
+	PrivateDNSName string
+	PrivateIP      string
+	State          string
+	CapacityType   CapacityType
+	LaunchTime     time.Time
+	Tags           map[string]string
+}
+
+// ProviderID is the Node spec.providerID the kubelet (and cloud provider) sets for this instance.
+func (i *Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID) }
+
+// Provider is everything Tailor needs from a cloud.
+type Provider interface {
+	// InstanceTypes lists the launchable types of the region with their offerings and prices.
+	InstanceTypes(ctx context.Context) ([]InstanceType, error)
+	// Subnets returns the subnets the selector picks.
+	Subnets(ctx context.Context, sel Selector) ([]Subnet, error)
+	// SecurityGroups returns the IDs of the security groups the selector picks.
+	SecurityGroups(ctx context.Context, sel Selector) ([]string, error)
+	// Launch starts one instance. An error means the request itself failed (and may be retried
+	// with the same ClientToken); a nil Instance with Errors means no override had capacity.
+	Launch(ctx context.Context, req LaunchRequest) (*LaunchResult, error)
+	// Instances lists the non-terminated instances carrying all of the given tags.
+	Instances(ctx context.Context, tags map[string]string) ([]Instance, error)
+	// Terminate terminates the instances; already terminated or unknown IDs are not an error.
+	Terminate(ctx context.Context, ids ...string) error
+}

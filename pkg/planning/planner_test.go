@@ -1,0 +1,135 @@
+package planning
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// checkerFor stands in for the Filter plugins in unit tests: it honours nodeSelector only.
+// The integration tests run the real plugins.
+func checkerFor(p *corev1.Pod) Checker {
+	return CheckerFunc(func(_ context.Context, node *corev1.Node, _ []*corev1.Pod) string {
+		for k, v := range p.Spec.NodeSelector {
+			if node.Labels[k] != v {
+				return "node(s) didn't match Pod's node affinity/selector"
+			}
+		}
+		return ""
+	})
+}
+
+func testTypes() []cloud.InstanceType {
+	mk := func(name, arch string, cpu, memMiB int64, enis, ips int64, price float64) cloud.InstanceType {
+		return cloud.InstanceType{Name: name, Arch: arch, VCPUs: cpu, MemoryMiB: memMiB, MaxENIs: enis, IPv4PerENI: ips,
+			Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: price}, {Zone: "us-east-1b", CapacityType: cloud.OnDemand, PricePerHour: price}}}
+	}
+	return []cloud.InstanceType{
+		mk("m5.large", "amd64", 2, 8192, 3, 10, 0.096),
+		mk("m5.xlarge", "amd64", 4, 16384, 4, 15, 0.192),
+		mk("m5.2xlarge", "amd64", 8, 32768, 4, 15, 0.384),
+		mk("c5.large", "amd64", 2, 4096, 3, 10, 0.085),
+		mk("m6g.large", "arm64", 2, 8192, 3, 10, 0.077),
+		mk("m6g.xlarge", "arm64", 4, 16384, 4, 15, 0.154),
+	}
+}
+
+func testPlanner(t *testing.T, pools ...config.Pool) *Planner {
+	t.Helper()
+	if len(pools) == 0 {
+		pools = []config.Pool{{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}}}}}
+	}
+	zones := map[string][]string{}
+	for _, p := range pools {
+		zones[p.Name] = []string{"us-east-1a", "us-east-1b"}
+	}
+	tmpls, err := Templates(pools, testTypes(), zones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Planner{Templates: tmpls}
+}
+
+func pod(name, cpu, mem string, sel map[string]string) *Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
+		Spec: corev1.PodSpec{NodeSelector: sel, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+	}
+	return NewPod(p, checkerFor(p))
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name          string
+		pods          []*Pod
+		maxNodes      int
+		wantType      string // of every node, if set
+		unschedulable string // substring of the reason, if the pods cannot be served
+	}{
+		{name: "one small pod gets the cheapest type", pods: []*Pod{pod("a", "100m", "128Mi", nil)}, maxNodes: 1, wantType: "m6g.large"},
+		{name: "amd64 selector", pods: []*Pod{pod("a", "100m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})}, maxNodes: 1, wantType: "c5.large"},
+		{name: "twenty identical pods share few nodes", pods: func() []*Pod {
+			var ps []*Pod
+			for i := 0; i < 20; i++ {
+				ps = append(ps, pod(fmt.Sprintf("p%d", i), "250m", "512Mi", nil))
+			}
+			return ps
+		}(), maxNodes: 4},
+		{name: "too big for any type", pods: []*Pod{pod("big", "200", "1Gi", nil)}, unschedulable: "requests 200 cpu; the largest allowed instance type (m5.2xlarge) has 7910m allocatable"},
+		{name: "selector nobody satisfies", pods: []*Pod{pod("x", "100m", "1Gi", map[string]string{"disktype": "ssd"})}, unschedulable: "didn't match Pod's node affinity/selector"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := testPlanner(t).Plan(context.Background(), tc.pods)
+			if tc.unschedulable != "" {
+				if len(plan.Nodes) != 0 || len(plan.Unschedulable) != len(tc.pods) || !strings.Contains(plan.Unschedulable[0].Reason, tc.unschedulable) {
+					t.Fatalf("want all unschedulable with %q, got nodes=%d unschedulable=%+v", tc.unschedulable, len(plan.Nodes), plan.Unschedulable)
+				}
+				return
+			}
+			if len(plan.Unschedulable) != 0 {
+				t.Fatalf("unexpected unschedulable: %+v", plan.Unschedulable)
+			}
+			if len(plan.Nodes) == 0 || len(plan.Nodes) > tc.maxNodes {
+				t.Fatalf("got %d nodes, want 1..%d", len(plan.Nodes), tc.maxNodes)
+			}
+			placed := 0
+			for _, n := range plan.Nodes {
+				placed += len(n.Pods)
+				if tc.wantType != "" && n.Template.Type.Name != tc.wantType {
+					t.Errorf("node %s is %s, want %s", n.Name, n.Template.Type.Name, tc.wantType)
+				}
+				if n.Alternatives[0] != n.Template {
+					t.Errorf("alternatives must start with the chosen template")
+				}
+				if r := insufficient(n.Template.Allocatable, nil, len(n.Pods)-1, n.Requests); r != "" {
+					t.Errorf("node %s over-packed: %s", n.Name, r)
+				}
+			}
+			if placed != len(tc.pods) {
+				t.Errorf("placed %d of %d pods", placed, len(tc.pods))
+			}
+		})
+	}
+}
+
+func TestPoolWeightWins(t *testing.T) {
+	pools := []config.Pool{
+		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+	}
+	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod("a", "100m", "128Mi", nil)})
+	if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "preferred" {
+		t.Fatalf("want one node in the preferred pool, got %+v", plan.Nodes)
+	}
+}

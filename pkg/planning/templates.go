@@ -1,0 +1,119 @@
+// Package planning decides what to launch for a batch of pods the scheduler could not place.
+// It is pure: no API server, no cloud. Whether a pod may run on a node is never decided here but
+// asked of a Checker, which the scheduler plugin backs with the profile's own Filter plugins.
+package planning
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/catalog"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// Template is a node Tailor could launch: one pool × instance type × zone × capacity type. Node is
+// the Node object a real instance of it would register as, which is what the Filter plugins see.
+type Template struct {
+	Pool        *config.Pool
+	Type        *cloud.InstanceType
+	Offering    cloud.Offering
+	Allocatable corev1.ResourceList
+	Node        *corev1.Node
+}
+
+// Key names the template for logs and caches.
+func (t *Template) Key() string {
+	return fmt.Sprintf("%s/%s/%s/%s", t.Pool.Name, t.Type.Name, t.Offering.Zone, t.Offering.CapacityType)
+}
+
+// TemplateNodeName is the placeholder name of hypothetical nodes; planned nodes get their own.
+const TemplateNodeName = "tailor-template"
+
+// Templates lists every launchable template of the pools: offerings of types that meet the pool's
+// requirements, in zones where the pool has a subnet. zones maps a pool name to its usable zones.
+func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string][]string) ([]*Template, error) {
+	var out []*Template
+	for pi := range pools {
+		pool := &pools[pi]
+		sel, err := poolSelector(pool)
+		if err != nil {
+			return nil, err
+		}
+		allowedZones := map[string]bool{}
+		for _, z := range zones[pool.Name] {
+			allowedZones[z] = true
+		}
+		allowedCT := map[cloud.CapacityType]bool{}
+		for _, ct := range pool.CapacityTypes {
+			allowedCT[cloud.CapacityType(ct)] = true
+		}
+		for ti := range types {
+			it := &types[ti]
+			alloc := catalog.Allocatable(it)
+			capacity := catalog.Capacity(it)
+			base := catalog.Labels(it)
+			for _, off := range it.Offerings {
+				if !allowedZones[off.Zone] || !allowedCT[off.CapacityType] {
+					continue
+				}
+				node := templateNode(pool, base, off, capacity, alloc)
+				if !sel.Match(node) {
+					continue
+				}
+				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Node: node})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Offering.PricePerHour < out[j].Offering.PricePerHour })
+	return out, nil
+}
+
+func poolSelector(pool *config.Pool) (*nodeaffinity.NodeSelector, error) {
+	reqs := append([]corev1.NodeSelectorRequirement(nil), pool.Requirements...)
+	if len(reqs) == 0 {
+		reqs = []corev1.NodeSelectorRequirement{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpExists}}
+	}
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}})
+	if err != nil {
+		return nil, fmt.Errorf("pool %s requirements: %w", pool.Name, err)
+	}
+	return sel, nil
+}
+
+func templateNode(pool *config.Pool, typeLabels map[string]string, off cloud.Offering, capacity, alloc corev1.ResourceList) *corev1.Node {
+	labels := make(map[string]string, len(typeLabels)+len(pool.Labels)+5)
+	for k, v := range pool.Labels {
+		labels[k] = v
+	}
+	for k, v := range typeLabels {
+		labels[k] = v
+	}
+	labels[corev1.LabelTopologyZone] = off.Zone
+	labels[v1alpha1.LabelCapacityType] = string(off.CapacityType)
+	labels[v1alpha1.LabelPool] = pool.Name
+	labels[corev1.LabelHostname] = TemplateNodeName
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: TemplateNodeName, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint(nil), pool.Taints...)},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: alloc,
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// nodeNamed copies a template's node under a planned node's own name and hostname, so hostname
+// topology sees each planned node as distinct.
+func nodeNamed(t *Template, name string) *corev1.Node {
+	n := t.Node.DeepCopy()
+	n.Name = name
+	n.Labels[corev1.LabelHostname] = name
+	return n
+}

@@ -1,0 +1,88 @@
+// Package ec2sim is a wire-level simulator of the parts of Amazon EC2 (and of SSM's
+// GetParameter) that Tailor uses. A *Sim is an http.Handler that speaks the EC2 Query protocol
+// to the real aws-sdk-go-v2: point the SDK at it with AWS_ENDPOINT_URL_EC2 and
+// AWS_ENDPOINT_URL_SSM (or aws.Config.BaseEndpoint), give it any static credentials, and the
+// unchanged client code runs against a simulated region. Signatures are not checked.
+//
+// # Requests
+//
+// EC2 calls are POST / with a form-encoded body (Action=X&Version=2016-11-15 and flattened,
+// 1-based lists such as InstanceId.1, Filter.1.Name, Filter.1.Value.1,
+// LaunchTemplateConfigs.1.Overrides.2.InstanceType). Answers are text/xml documents
+// <XResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"> built from the SDK's own output
+// structs by a reflective encoder; errors are HTTP 4xx/5xx with
+// <Response><Errors><Error><Code>…</Code><Message>…</Message></Error></Errors><RequestID>…
+// with EC2's error codes. SSM calls are POST / with X-Amz-Target: AmazonSSM.GetParameter and a
+// JSON body.
+//
+// Supported actions: DescribeInstanceTypes, DescribeInstanceTypeOfferings, DescribeSubnets,
+// DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate, DescribeLaunchTemplates,
+// DeleteLaunchTemplate, CreateFleet (Type=instant), DescribeInstances, TerminateInstances,
+// CreateTags, DescribeSpotPriceHistory, and SSM GetParameter. Any other action answers
+// InvalidAction. Describe calls paginate with MaxResults/NextToken where EC2 does.
+//
+// # The world
+//
+// New builds one VPC (10.0.0.0/16) with Options.SubnetsPerZone private subnets in every zone of
+// Options.Zones, one cluster security group and the default security group. The subnets and the
+// cluster security group carry the tags
+//
+//	kubernetes.io/cluster/<ClusterName> = shared
+//	tailor.dev/discovery                = <ClusterName>
+//
+// (the subnets also kubernetes.io/role/internal-elb = 1 and a Name), so a configuration can
+// select them by tag; the default security group has no tags.
+//
+// Instance types are the shipped us-east-1 records of package awsdata (whatever the region).
+// Offerings are synthetic but deterministic: every type is offered in every zone, except that a
+// type whose 32-bit FNV-1a hash of its name is divisible by 10 (about one type in ten) is missing
+// from zone number (hash/10) mod len(Zones); with a single zone every type is offered. Sim.Offered
+// answers the same question in-process.
+//
+// On-demand prices are awsdata's. Spot prices are synthetic and stable: on-demand price × a
+// factor in [0.25, 0.65] taken from the 64-bit FNV-1a hash of "type/zone", rounded to 6
+// decimals, for types that support spot, have an on-demand price and are offered in the zone.
+// DescribeSpotPriceHistory reports one point per type, zone and product ("Linux/UNIX" and
+// "Linux/UNIX (Amazon VPC)"), time-stamped with the hour the simulator started.
+//
+// Images: the SSM parameters
+//
+//	/aws/service/eks/optimized-ami/<k8s-version>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/recommended/image_id
+//	/aws/service/bottlerocket/aws-k8s-<k8s-version>[-nvidia]/<x86_64|arm64>/latest/image_id
+//
+// resolve to stable fake AMI IDs (a hash of region and path) that DescribeImages knows, with the
+// right architecture. Versions 1.28 to 1.36 exist from the start; other 1.x versions appear on
+// first GetParameter.
+//
+// # Instances
+//
+// CreateFleet (Type=instant only) launches instances from a launch template and its overrides:
+// the cheapest valid override first (lowest-price and price-capacity-optimized and the other
+// price strategies all mean "cheapest" here), or by Priority for the prioritized strategies.
+// Overrides that cannot launch are reported in errorSet beside the launched instances:
+// Unsupported (type not offered in the subnet's zone, or spot requested for a type without
+// spot), InvalidParameterValue (architecture of type and image differ),
+// InsufficientInstanceCapacity (capacity exhausted by SetCapacity, reported for the overrides
+// tried before one succeeded), InsufficientFreeAddressesInSubnet, SpotMaxPriceTooLow. A repeated
+// ClientToken with the same parameters returns the first response and launches nothing; with
+// different parameters it fails with IdempotentParameterMismatch.
+//
+// Instances get IDs like i-0123456789abcdef0, a private IP from their subnet, a PrivateDnsName
+// like ip-10-0-1-23.ec2.internal (<region>.compute.internal outside us-east-1), their zone,
+// InstanceLifecycle=spot for spot, the tags of the launch template and request plus
+// aws:ec2:fleet-id, aws:ec2launchtemplate:id and aws:ec2launchtemplate:version, as EC2 adds them.
+// States follow the clock: pending for Options.PendingFor, then running; TerminateInstances
+// makes them shutting-down for Options.ShuttingDownFor, then terminated. A terminated instance
+// loses its private IP, DNS name and subnet and stays visible to DescribeInstances for
+// Options.TerminatedVisibleFor (default one hour, as EC2 documents "about an hour"), then it is
+// gone (and its ID answers InvalidInstanceID.NotFound).
+//
+// # Tests and fault injection
+//
+// Sim has in-process helpers: Instances, Calls, Requests, FleetRequests, LaunchTemplates,
+// Subnets, ClusterSecurityGroupID, SSMParameter, Offered, SpotPrice. InjectFault makes matching
+// requests fail (or slow down); SetCapacity limits how many instances an offering can still
+// launch, after which CreateFleet reports InsufficientInstanceCapacity for it.
+//
+// A Sim is safe for concurrent use.
+package ec2sim
