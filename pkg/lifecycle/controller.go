@@ -1,0 +1,295 @@
+// Package lifecycle carries claims from launch to registered node and cleans up after failures:
+// it matches registering Nodes to their claims (by providerID), applies the labels and taints
+// the plan promised, times out instances that never register, resumes launches interrupted by a
+// restart, and terminates tagged instances whose claim is gone.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/provisioning"
+)
+
+// Defaults for the sweep; RegistrationTimeout comes from the plugin args.
+const (
+	DefaultSweepPeriod = 10 * time.Second
+	// DefaultOrphanGrace is how old a tagged instance without a claim must be before it is
+	// terminated: long enough to cover the moment between a launch and its claim update.
+	DefaultOrphanGrace = 2 * time.Minute
+	// resumeAfter is how long a Pending claim not launching in this process waits before it is
+	// launched again (with its original client token).
+	resumeAfter = 30 * time.Second
+)
+
+// Controller is the claim lifecycle controller.
+type Controller struct {
+	Args         *config.TailorArgs
+	Cloud        cloud.Provider
+	Claims       *claims.Store
+	Ledger       *ledger.Ledger
+	Launcher     *provisioning.Launcher
+	Client       kubernetes.Interface
+	Nodes        corelisters.NodeLister
+	NodeInformer cache.SharedIndexInformer
+	Recorder     events.EventRecorder
+	Activate     func([]*corev1.Pod)
+	SweepPeriod  time.Duration
+	OrphanGrace  time.Duration
+
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+// Run registers handlers and works until ctx ends. The caches must have synced.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("lifecycle")
+	ctx = klog.NewContext(ctx, logger)
+	if c.SweepPeriod == 0 {
+		c.SweepPeriod = DefaultSweepPeriod
+	}
+	if c.OrphanGrace == 0 {
+		c.OrphanGrace = DefaultOrphanGrace
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-registration"})
+	defer c.queue.ShutDown()
+	enqueueNode := func(obj interface{}) {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			c.queue.Add(n.Name)
+		}
+	}
+	if _, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueNode,
+		UpdateFunc: func(_, obj interface{}) { enqueueNode(obj) },
+	}); err != nil {
+		return err
+	}
+	if err := c.Claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) {
+			if cl := obj.(*v1alpha1.Claim); cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
+				c.queue.Add(cl.Status.NodeName)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+
+	// After a restart: claims interrupted before their launch was recorded are launched again.
+	for _, cl := range c.Claims.List() {
+		if cl.Status.Phase == "" || cl.Status.Phase == v1alpha1.ClaimPending {
+			logger.Info("Resuming interrupted launch", "claim", cl.Name)
+			go c.Launcher.Launch(ctx, cl)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	wait.UntilWithContext(ctx, c.sweep, c.SweepPeriod)
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		name, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		if err := c.register(ctx, name); err != nil {
+			klog.FromContext(ctx).V(2).Info("Registration will be retried", "node", name, "err", err)
+			c.queue.AddRateLimited(name)
+		} else {
+			c.queue.Forget(name)
+		}
+		c.queue.Done(name)
+	}
+}
+
+// InstanceID extracts the instance ID from an AWS providerID (aws:///us-east-1a/i-0abc).
+func InstanceID(providerID string) string {
+	if !strings.HasPrefix(providerID, "aws://") {
+		return ""
+	}
+	i := strings.LastIndex(providerID, "/")
+	return providerID[i+1:]
+}
+
+// register matches a node to its claim and makes it look as promised. Nodes without a claim are
+// not Tailor's and are never touched.
+func (c *Controller) register(ctx context.Context, name string) error {
+	node, err := c.Nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cl, ok := c.Claims.ByInstanceID(InstanceID(node.Spec.ProviderID))
+	if !ok {
+		return nil
+	}
+	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) {
+		return nil
+	}
+	pool := c.pool(cl.Spec.Pool)
+	if pool == nil {
+		return fmt.Errorf("claim %s names pool %q, which is not configured", cl.Name, cl.Spec.Pool)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n = n.DeepCopy()
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range provisioning.NodeLabels(pool, cl) {
+			n.Labels[k] = v
+		}
+		var taints []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != v1alpha1.TaintUnregistered {
+				taints = append(taints, t)
+			}
+		}
+		for _, want := range provisioning.NodeTaints(pool) {
+			if !hasTaintIn(taints, want.Key, want.Effect) {
+				taints = append(taints, want)
+			}
+		}
+		n.Spec.Taints = taints
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	cl = cl.DeepCopy()
+	now := metav1.Now()
+	cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
+	if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Registered", "node", node.Name, "claim", cl.Name, "instance", cl.Status.InstanceID)
+	c.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Registered", "Registration", "matched to claim %s (%s, pool %s)", cl.Name, cl.Status.InstanceType, cl.Spec.Pool)
+	return nil
+}
+
+// sweep times out claims, resumes stuck launches, deletes finished claims and collects orphans.
+func (c *Controller) sweep(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	cls := c.Claims.List()
+	live, err := c.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClusterPrefix + c.Args.ClusterName: v1alpha1.TagOwnedValue})
+	if err != nil {
+		logger.Error(err, "Cannot list instances; skipping this sweep")
+		return
+	}
+	running := map[string]cloud.Instance{}
+	for _, in := range live {
+		running[in.ID] = in
+	}
+	now := time.Now()
+	for _, cl := range cls {
+		switch cl.Status.Phase {
+		case "", v1alpha1.ClaimPending:
+			if !c.Launcher.InFlight(cl.Name) && now.Sub(cl.CreationTimestamp.Time) > resumeAfter {
+				logger.Info("Resuming stuck launch", "claim", cl.Name)
+				go c.Launcher.Launch(ctx, cl)
+			}
+		case v1alpha1.ClaimLaunched:
+			if _, ok := running[cl.Status.InstanceID]; !ok && cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > time.Minute {
+				c.remove(ctx, cl, "its instance is gone before its node registered")
+			} else if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
+				c.remove(ctx, cl, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration))
+			}
+		case v1alpha1.ClaimRegistered:
+			if _, ok := running[cl.Status.InstanceID]; !ok {
+				if _, err := c.Nodes.Get(cl.Status.NodeName); apierrors.IsNotFound(err) {
+					c.remove(ctx, cl, "its instance and node are gone")
+				}
+			}
+		case v1alpha1.ClaimFailed:
+			c.remove(ctx, cl, "its launch failed: "+cl.Status.Message)
+		}
+	}
+	for _, in := range live {
+		name := in.Tags[v1alpha1.TagClaim]
+		if name == "" || now.Sub(in.LaunchTime) < c.OrphanGrace {
+			continue // not launched by Tailor, or too young to judge
+		}
+		if _, ok := c.Claims.Get(name); ok {
+			continue
+		}
+		logger.Info("Terminating orphaned instance", "instance", in.ID, "claim", name)
+		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
+			logger.Error(err, "Cannot terminate orphan", "instance", in.ID)
+		}
+	}
+}
+
+// remove terminates a claim's instance, deletes the claim and re-plans its pods.
+func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Removing claim", "claim", cl.Name, "instance", cl.Status.InstanceID, "reason", why)
+	if cl.Status.InstanceID != "" {
+		if err := c.Cloud.Terminate(ctx, cl.Status.InstanceID); err != nil {
+			logger.Error(err, "Cannot terminate; will retry", "instance", cl.Status.InstanceID)
+			return
+		}
+	}
+	if err := c.Claims.Delete(ctx, cl.Name); err != nil {
+		logger.Error(err, "Cannot delete claim; will retry", "claim", cl.Name)
+		return
+	}
+	c.Ledger.DropClaim(cl.Name)
+	var pods []*corev1.Pod
+	for _, ref := range cl.Spec.Pods {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})
+	}
+	c.Activate(pods)
+}
+
+func (c *Controller) pool(name string) *config.Pool {
+	for i := range c.Args.Pools {
+		if c.Args.Pools[i].Name == name {
+			return &c.Args.Pools[i]
+		}
+	}
+	return nil
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func hasTaintIn(ts []corev1.Taint, key string, effect corev1.TaintEffect) bool {
+	for _, t := range ts {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}

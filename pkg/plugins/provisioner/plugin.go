@@ -1,0 +1,182 @@
+// Package provisioner is the Tailor scheduler plugin: a thin adapter that hands pods the
+// scheduler could not place to the provisioner (PostFilter), nominates them to the capacity
+// launched for them, and keeps the ledger of in-flight capacity true (Reserve/Unreserve).
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/config/validation"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
+	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/provisioning"
+)
+
+// Name is the plugin's name in profiles; its args kind is TailorArgs.
+const Name = "Tailor"
+
+// Plugin implements PostFilter, Reserve and Unreserve.
+type Plugin struct {
+	handle framework.Handle
+	args   *config.TailorArgs
+	ledger *ledger.Ledger
+	prov   *provisioning.Provisioner
+	ready  atomic.Bool
+}
+
+var (
+	_ framework.PostFilterPlugin = &Plugin{}
+	_ framework.ReservePlugin    = &Plugin{}
+)
+
+// New validates the args, connects to EC2 and starts the provisioner and lifecycle controller.
+// An error here stops the scheduler from starting, with the message naming the bad field.
+func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	args, ok := obj.(*config.TailorArgs)
+	if !ok {
+		return nil, fmt.Errorf("%s: want args of type TailorArgs, got %T", Name, obj)
+	}
+	if err := validation.ValidateTailorArgs(field.NewPath("TailorArgs"), args); err != nil {
+		return nil, fmt.Errorf("%s: invalid plugin args: %w", Name, err)
+	}
+	provider, err := ec2.New(ctx, ec2.Options{Region: args.Region, ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion})
+	if err != nil {
+		return nil, fmt.Errorf("%s: EC2 client: %w", Name, err)
+	}
+	return NewWithCloud(ctx, args, h, provider)
+}
+
+// NewWithCloud builds the plugin on a given cloud provider.
+func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider) (*Plugin, error) {
+	logger := klog.FromContext(ctx).WithName(Name)
+	ctx = klog.NewContext(ctx, logger)
+	store, err := claims.NewStore(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: claims client: %w", Name, err)
+	}
+	pods := h.SharedInformerFactory().Core().V1().Pods()
+	nodes := h.SharedInformerFactory().Core().V1().Nodes()
+	pl := &Plugin{handle: h, args: args, ledger: ledger.New()}
+	activate := func(ps []*corev1.Pod) {
+		m := make(map[string]*corev1.Pod, len(ps))
+		for _, p := range ps {
+			m[p.Namespace+"/"+p.Name] = p
+		}
+		if len(m) > 0 {
+			h.Activate(logger, m)
+		}
+	}
+	pl.prov = provisioning.New(provisioning.Options{
+		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger,
+		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
+	})
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				pl.ledger.Forget(p.UID)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	lc := &lifecycle.Controller{
+		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger, Launcher: pl.prov.Launcher(),
+		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
+		Recorder: h.EventRecorder(), Activate: activate,
+	}
+	go func() {
+		if err := store.Run(ctx); err != nil {
+			logger.Error(err, "Claims cache did not start")
+			return
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced, nodes.Informer().HasSynced) {
+			return
+		}
+		pl.prov.Launcher().Rebuild(store.List())
+		pl.ready.Store(true)
+		logger.Info("Tailor ready", "cluster", args.ClusterName, "pools", len(args.Pools))
+		go pl.prov.Run(ctx)
+		if err := lc.Run(ctx); err != nil {
+			logger.Error(err, "Lifecycle controller stopped")
+		}
+	}()
+	return pl, nil
+}
+
+// Name returns the plugin name.
+func (pl *Plugin) Name() string { return Name }
+
+// PostFilter runs when no existing node fits the pod. A pod already planned onto a claim is
+// nominated to its node; any other pod goes to the batcher. It never blocks the scheduling loop.
+func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+	if r, ok := pl.ledger.Lookup(pod.UID); ok {
+		switch {
+		case r.NodeName == "":
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for claim %s to launch", r.Claim))
+		case pl.failedOnRegisteredNode(r.NodeName):
+			// The node it was planned for is up and still refused it (others took the room):
+			// plan it again.
+			pl.ledger.Forget(pod.UID)
+		default:
+			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: r.NodeName, NominatingMode: framework.ModeOverride}},
+				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
+		}
+	}
+	if !pl.ready.Load() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "Tailor is starting")
+	}
+	pl.prov.Enqueue(planning.NewPod(pod, &filterChecker{handle: pl.handle, state: state.Clone(), pod: pod}))
+	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
+}
+
+// failedOnRegisteredNode tells whether the node exists in the scheduler's snapshot and has
+// finished registering (so this scheduling attempt already tried it).
+func (pl *Plugin) failedOnRegisteredNode(name string) bool {
+	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(name)
+	if err != nil || ni.Node() == nil {
+		return false
+	}
+	for _, t := range ni.Node().Spec.Taints {
+		if t.Key == v1alpha1.TaintUnregistered {
+			return false
+		}
+		for i := range pl.args.Pools {
+			for _, st := range pl.args.Pools[i].StartupTaints {
+				if st.Key == t.Key {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// Reserve takes the pod off its claim: it has a node now.
+func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	pl.ledger.Consume(pod.UID)
+	return nil
+}
+
+// Unreserve puts the pod back on its claim: binding failed.
+func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	pl.ledger.Unconsume(pod.UID)
+}

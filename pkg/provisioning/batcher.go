@@ -1,0 +1,88 @@
+package provisioning
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
+// after it opened, so 20 replicas created at once are planned as one batch, not 20.
+type Batcher struct {
+	Idle, Max time.Duration
+
+	mu      sync.Mutex
+	pending map[types.UID]*planning.Pod
+	order   []types.UID
+	wake    chan struct{}
+}
+
+// NewBatcher returns an empty batcher.
+func NewBatcher(idle, max time.Duration) *Batcher {
+	return &Batcher{Idle: idle, Max: max, pending: map[types.UID]*planning.Pod{}, wake: make(chan struct{}, 1)}
+}
+
+// Add puts a pod into the open batch; a pod already there is replaced by its newer state.
+func (b *Batcher) Add(p *planning.Pod) {
+	b.mu.Lock()
+	if _, ok := b.pending[p.Pod.UID]; !ok {
+		b.order = append(b.order, p.Pod.UID)
+	}
+	b.pending[p.Pod.UID] = p
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Has reports whether the pod waits in the open batch.
+func (b *Batcher) Has(uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.pending[uid]
+	return ok
+}
+
+// Next blocks until a batch closes and returns it, or returns nil when ctx ends.
+func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-b.wake:
+	}
+	deadline := time.NewTimer(b.Max)
+	defer deadline.Stop()
+	idle := time.NewTimer(b.Idle)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.wake:
+			if !idle.Stop() {
+				<-idle.C
+			}
+			idle.Reset(b.Idle)
+			continue
+		case <-idle.C:
+		case <-deadline.C:
+		}
+		return b.take()
+	}
+}
+
+func (b *Batcher) take() []*planning.Pod {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*planning.Pod, 0, len(b.order))
+	for _, uid := range b.order {
+		out = append(out, b.pending[uid])
+	}
+	b.pending, b.order = map[types.UID]*planning.Pod{}, nil
+	return out
+}

@@ -1,0 +1,332 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// networkTTL is how long subnet and security-group lookups are reused.
+const networkTTL = time.Minute
+
+// Launcher records planned nodes as claims and launches them. Every launch of a claim uses the
+// claim's UID as the EC2 client token, so launching a claim again (after a crash, or a retry)
+// returns the instance already launched instead of a second one.
+type Launcher struct {
+	Options
+
+	mu       sync.Mutex
+	network  map[string]poolNetwork
+	inflight map[string]bool
+}
+
+type poolNetwork struct {
+	subnets []cloud.Subnet
+	groups  []string
+	at      time.Time
+}
+
+// NewLauncher builds a Launcher.
+func NewLauncher(o Options) *Launcher {
+	return &Launcher{Options: o, network: map[string]poolNetwork{}, inflight: map[string]bool{}}
+}
+
+// Templates lists what every pool can launch now.
+func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) {
+	its, err := l.Cloud.InstanceTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	zones := map[string][]string{}
+	for i := range l.Args.Pools {
+		pool := &l.Args.Pools[i]
+		nw, err := l.poolNetwork(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		allowed := map[string]bool{}
+		for _, z := range pool.Zones {
+			allowed[z] = true
+		}
+		seen := map[string]bool{}
+		for _, s := range nw.subnets {
+			if (len(allowed) == 0 || allowed[s.Zone]) && !seen[s.Zone] {
+				seen[s.Zone] = true
+				zones[pool.Name] = append(zones[pool.Name], s.Zone)
+			}
+		}
+		sort.Strings(zones[pool.Name])
+	}
+	return planning.Templates(l.Args.Pools, its, zones)
+}
+
+func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetwork, error) {
+	l.mu.Lock()
+	nw, ok := l.network[pool.Name]
+	l.mu.Unlock()
+	if ok && time.Since(nw.at) < networkTTL {
+		return nw, nil
+	}
+	subnets, err := l.Cloud.Subnets(ctx, cloud.Selector{IDs: pool.SubnetSelector.IDs, Tags: pool.SubnetSelector.Tags})
+	if err != nil {
+		return nw, fmt.Errorf("pool %s: subnets: %w", pool.Name, err)
+	}
+	groups, err := l.Cloud.SecurityGroups(ctx, cloud.Selector{IDs: pool.SecurityGroupSelector.IDs, Tags: pool.SecurityGroupSelector.Tags})
+	if err != nil {
+		return nw, fmt.Errorf("pool %s: security groups: %w", pool.Name, err)
+	}
+	nw = poolNetwork{subnets: subnets, groups: groups, at: time.Now()}
+	l.mu.Lock()
+	l.network[pool.Name] = nw
+	l.mu.Unlock()
+	return nw, nil
+}
+
+// LaunchPlanned records a planned node as a claim, reserves its pods on it and launches it.
+func (l *Launcher) LaunchPlanned(ctx context.Context, n *planning.PlannedNode) {
+	logger := klog.FromContext(ctx)
+	t := n.Template
+	claim := &v1alpha1.Claim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name}},
+		Spec: v1alpha1.ClaimSpec{
+			Pool:         t.Pool.Name,
+			CapacityType: string(t.Offering.CapacityType),
+			Zone:         t.Offering.Zone,
+			PodCount:     len(n.Pods),
+			Resources:    t.Allocatable,
+		},
+	}
+	for _, alt := range n.Alternatives {
+		claim.Spec.InstanceTypes = append(claim.Spec.InstanceTypes, alt.Type.Name)
+	}
+	uids := make([]types.UID, 0, len(n.Pods))
+	for _, p := range n.Pods {
+		claim.Spec.Pods = append(claim.Spec.Pods, v1alpha1.PodRef{Namespace: p.Pod.Namespace, Name: p.Pod.Name, UID: string(p.Pod.UID)})
+		uids = append(uids, p.Pod.UID)
+	}
+	created, err := l.Claims.Create(ctx, claim)
+	if err != nil {
+		logger.Error(err, "Cannot record claim; pods will be retried", "pool", t.Pool.Name)
+		for _, p := range n.Pods {
+			l.Recorder.Eventf(p.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "cannot record a claim: %v", err)
+		}
+		return
+	}
+	l.Ledger.Add(created.Name, "", uids)
+	l.Launch(ctx, created)
+}
+
+// Launch launches a recorded claim and records the result. It is safe to call again for the
+// same claim: the client token makes EC2 return the first launch's instance.
+func (l *Launcher) Launch(ctx context.Context, c *v1alpha1.Claim) {
+	logger := klog.FromContext(ctx).WithValues("claim", c.Name)
+	l.mu.Lock()
+	if l.inflight[c.Name] {
+		l.mu.Unlock()
+		return
+	}
+	l.inflight[c.Name] = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.inflight, c.Name)
+		l.mu.Unlock()
+	}()
+	inst, price, err := l.launch(ctx, c)
+	pods := l.claimPods(c)
+	if err != nil {
+		logger.Info("Launch failed; pods will be planned again", "err", err)
+		l.fail(ctx, c, err.Error())
+		for _, p := range pods {
+			l.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", c.Name, err)
+		}
+		return
+	}
+	c = c.DeepCopy()
+	now := metav1.Now()
+	c.Status = v1alpha1.ClaimStatus{
+		Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
+		CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
+		ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
+	}
+	if _, err := l.Claims.UpdateStatus(ctx, c); err != nil {
+		// The instance exists and is tagged with the claim; the lifecycle controller finds it
+		// again by launching with the same token, so nothing is lost.
+		logger.Error(err, "Cannot record launch; will resume", "instance", inst.ID)
+		return
+	}
+	l.Ledger.SetNodeName(c.Name, inst.PrivateDNSName)
+	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price, "pods", len(pods))
+	for _, p := range pods {
+		l.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Launched", "Provisioning", "claim %s: launched %s %s in %s (%s, $%.4f/h) as node %s for this pod",
+			c.Name, inst.Type, inst.ID, inst.Zone, inst.CapacityType, price, inst.PrivateDNSName)
+	}
+	l.Activate(pods)
+}
+
+func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instance, float64, error) {
+	pool := l.pool(c.Spec.Pool)
+	if pool == nil {
+		return nil, 0, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
+	}
+	nw, err := l.poolNetwork(ctx, pool)
+	if err != nil {
+		return nil, 0, err
+	}
+	var overrides []cloud.Override
+	for _, it := range c.Spec.InstanceTypes {
+		for _, s := range nw.subnets {
+			if s.Zone == c.Spec.Zone {
+				overrides = append(overrides, cloud.Override{InstanceType: it, SubnetID: s.ID})
+			}
+		}
+	}
+	if len(overrides) == 0 {
+		return nil, 0, fmt.Errorf("pool %s has no subnet in %s", pool.Name, c.Spec.Zone)
+	}
+	res, err := l.Cloud.Launch(ctx, cloud.LaunchRequest{
+		ClientToken:      string(c.UID),
+		CapacityType:     cloud.CapacityType(c.Spec.CapacityType),
+		Overrides:        overrides,
+		Image:            pool.AMI,
+		InstanceProfile:  pool.InstanceProfile,
+		SecurityGroupIDs: nw.groups,
+		NodeLabels:       NodeLabels(pool, c),
+		NodeTaints:       registrationTaints(pool),
+		Tags:             Tags(l.Args.ClusterName, pool.Name, c.Name),
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if res.Instance == nil {
+		msgs := make([]string, 0, len(res.Errors))
+		for _, e := range res.Errors {
+			msgs = append(msgs, e.Error())
+		}
+		return nil, 0, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
+	}
+	return res.Instance, l.price(ctx, res.Instance), nil
+}
+
+func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
+	its, err := l.Cloud.InstanceTypes(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, it := range its {
+		if it.Name != inst.Type {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == inst.Zone && o.CapacityType == inst.CapacityType {
+				return o.PricePerHour
+			}
+		}
+	}
+	return 0
+}
+
+// fail records a failed claim, releases its pods and asks the scheduler to retry them.
+func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string) {
+	c = c.DeepCopy()
+	c.Status.Phase, c.Status.Message = v1alpha1.ClaimFailed, msg
+	if _, err := l.Claims.UpdateStatus(ctx, c); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot mark claim failed", "claim", c.Name, "err", err)
+	}
+	l.Ledger.DropClaim(c.Name)
+	l.Activate(l.claimPods(c))
+}
+
+func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ref := range c.Spec.Pods {
+		if p, err := l.Pods.Pods(ref.Namespace).Get(ref.Name); err == nil && string(p.UID) == ref.UID && p.Spec.NodeName == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (l *Launcher) pool(name string) *config.Pool {
+	for i := range l.Args.Pools {
+		if l.Args.Pools[i].Name == name {
+			return &l.Args.Pools[i]
+		}
+	}
+	return nil
+}
+
+// Tags are the ownership tags of everything Tailor launches for a claim.
+func Tags(cluster, pool, claim string) map[string]string {
+	return map[string]string{
+		v1alpha1.TagClusterPrefix + cluster: v1alpha1.TagOwnedValue,
+		v1alpha1.TagEKSCluster:              cluster,
+		v1alpha1.TagPool:                    pool,
+		v1alpha1.TagClaim:                   claim,
+		"Name":                              claim,
+	}
+}
+
+// NodeLabels are the labels a claim's node registers with (besides those the kubelet and cloud
+// provider derive from the instance).
+func NodeLabels(pool *config.Pool, c *v1alpha1.Claim) map[string]string {
+	l := map[string]string{}
+	for k, v := range pool.Labels {
+		l[k] = v
+	}
+	l[v1alpha1.LabelPool] = pool.Name
+	l[v1alpha1.LabelCapacityType] = c.Spec.CapacityType
+	l[v1alpha1.LabelClaim] = c.Name
+	return l
+}
+
+// NodeTaints are the taints a claim's node carries once registered.
+func NodeTaints(pool *config.Pool) []corev1.Taint {
+	return append(append([]corev1.Taint(nil), pool.Taints...), pool.StartupTaints...)
+}
+
+// registrationTaints are passed to the kubelet: the pool's taints plus the unregistered taint
+// that keeps pods off the node until Tailor has matched it to its claim.
+func registrationTaints(pool *config.Pool) []cloud.Taint {
+	var out []cloud.Taint
+	for _, t := range NodeTaints(pool) {
+		out = append(out, cloud.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return append(out, cloud.Taint{Key: v1alpha1.TaintUnregistered, Effect: string(corev1.TaintEffectNoExecute)})
+}
+
+// InFlight reports whether a launch of the claim is running in this process.
+func (l *Launcher) InFlight(claim string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inflight[claim]
+}
+
+// Rebuild fills the ledger from the claims, after a start: every pod of a live claim that is
+// still unbound waits for that claim again.
+func (l *Launcher) Rebuild(cs []*v1alpha1.Claim) {
+	for _, c := range cs {
+		if c.Status.Phase == v1alpha1.ClaimFailed {
+			continue
+		}
+		var uids []types.UID
+		for _, p := range l.claimPods(c) {
+			uids = append(uids, p.UID)
+		}
+		l.Ledger.Add(c.Name, c.Status.NodeName, uids)
+	}
+}

@@ -1,0 +1,138 @@
+// Package provisioning turns batches of unschedulable pods into launches: it plans them with
+// pkg/planning over the cloud's catalog, records each planned node as a Claim, launches it, and
+// tells the scheduler to retry the pods so they are nominated to the new capacity.
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// Options wires a Provisioner.
+type Options struct {
+	Args     *config.TailorArgs
+	Cloud    cloud.Provider
+	Claims   *claims.Store
+	Ledger   *ledger.Ledger
+	Recorder events.EventRecorder
+	Pods     corelisters.PodLister
+	// Activate moves pods back to the scheduler's active queue.
+	Activate func(pods []*corev1.Pod)
+}
+
+// Provisioner owns the batcher and the launches.
+type Provisioner struct {
+	Options
+	batcher  *Batcher
+	launcher *Launcher
+
+	mu sync.Mutex
+	// planning holds pods taken from the batcher and not yet in the ledger, so a retry of one of
+	// them during planning does not plan it twice.
+	planning map[types.UID]bool
+}
+
+// New builds a Provisioner.
+func New(o Options) *Provisioner {
+	return &Provisioner{
+		Options:  o,
+		batcher:  NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
+		launcher: NewLauncher(o),
+		planning: map[types.UID]bool{},
+	}
+}
+
+// Launcher returns the launcher, which the lifecycle controller uses to resume claims.
+func (p *Provisioner) Launcher() *Launcher { return p.launcher }
+
+// Enqueue hands a pod to the batcher unless it is already waiting or being planned.
+func (p *Provisioner) Enqueue(pod *planning.Pod) {
+	if p.Busy(pod.Pod.UID) {
+		return
+	}
+	p.batcher.Add(pod)
+}
+
+// Busy reports whether the pod waits in a batch or is being planned.
+func (p *Provisioner) Busy(uid types.UID) bool {
+	p.mu.Lock()
+	busy := p.planning[uid]
+	p.mu.Unlock()
+	return busy || p.batcher.Has(uid)
+}
+
+// Run plans batches until ctx ends.
+func (p *Provisioner) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("provisioner")
+	ctx = klog.NewContext(ctx, logger)
+	for {
+		batch := p.batcher.Next(ctx)
+		if batch == nil {
+			return
+		}
+		p.mu.Lock()
+		for _, pod := range batch {
+			p.planning[pod.Pod.UID] = true
+		}
+		p.mu.Unlock()
+		p.provision(ctx, batch)
+		p.mu.Lock()
+		for _, pod := range batch {
+			delete(p.planning, pod.Pod.UID)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
+	logger := klog.FromContext(ctx)
+	start := time.Now()
+	// A pod may have been placed in the ledger by a concurrent batch; never plan it twice.
+	pods := batch[:0:0]
+	for _, pod := range batch {
+		if _, ok := p.Ledger.Lookup(pod.Pod.UID); !ok {
+			pods = append(pods, pod)
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	templates, err := p.launcher.Templates(ctx)
+	if err != nil {
+		logger.Error(err, "Cannot read the catalog; pods will be retried", "pods", len(pods))
+		for _, pod := range pods {
+			p.Recorder.Eventf(pod.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "cannot read the instance catalog: %v", err)
+		}
+		return
+	}
+	planner := &planning.Planner{Templates: templates}
+	plan := planner.Plan(ctx, pods)
+	logger.V(2).Info("Planned batch", "pods", len(pods), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
+		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", time.Since(start))
+	for _, u := range plan.Unschedulable {
+		p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
+	}
+	var wg sync.WaitGroup
+	for _, n := range plan.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.launcher.LaunchPlanned(ctx, n)
+		}()
+	}
+	wg.Wait()
+}
