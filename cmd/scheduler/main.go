@@ -11,18 +11,11 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	_ "sigs.k8s.io/scheduler-plugins/apis/config/scheme"
-	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 
-	_ "github.com/tailor-eks/tailor/apis/config/scheme"
-	"github.com/tailor-eks/tailor/pkg/plugins/provisioner"
+	"github.com/tailor-eks/tailor/pkg/plugins"
 )
 
 func main() {
-	command := app.NewSchedulerCommand(
-		app.WithPlugin(provisioner.Name, provisioner.New),
-		// Registered so profiles can enable gang scheduling; Tailor provisions for gangs later.
-		app.WithPlugin(coscheduling.Name, coscheduling.New),
-	)
+	command := app.NewSchedulerCommand(plugins.SchedulerOptions()...)
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,58 @@
+# Tailor — everything a machine needs is installed by these targets; only Go is assumed.
+GO        ?= go
+BIN       := $(CURDIR)/bin
+KWOK      := $(BIN)/kwok
+KWOK_VERSION := v0.7.0
+CODEGEN_VERSION := v0.34.5
+RUN_ARGS  ?=
+TEST_TIMEOUT ?= 25m
+
+.PHONY: all build test unit integration run bench lint tools codegen clean
+
+all: build
+
+## build: the scheduler binary and the sandbox into ./bin
+build:
+	$(GO) build -o $(BIN)/tailor-scheduler ./cmd/scheduler
+	$(GO) build -o $(BIN)/tailor-sandbox ./cmd/sandbox
+
+## tools: kwok (the kubelet stand-in) built from its Go module into ./bin
+tools: $(KWOK)
+
+$(KWOK):
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+## test: lint, unit tests and integration tests on a real control plane
+test: lint tools
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## unit: tests that need no control plane
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
+
+## integration: only the control-plane tests
+integration: tools
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/...
+
+## run: the sandbox — control plane, EC2 simulator, kwok, Tailor's scheduler and a sample workload
+run: tools build
+	$(BIN)/tailor-sandbox --scheduler $(BIN)/tailor-scheduler --kwok $(KWOK) $(RUN_ARGS)
+
+## bench: Go benchmarks of the planner
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## codegen: regenerate deepcopy, conversion and defaults for apis/
+codegen:
+	GOBIN=$(BIN) $(GO) install k8s.io/code-generator/cmd/deepcopy-gen@$(CODEGEN_VERSION) \
+	  k8s.io/code-generator/cmd/conversion-gen@$(CODEGEN_VERSION) k8s.io/code-generator/cmd/defaulter-gen@$(CODEGEN_VERSION)
+	BIN=$(BIN) hack/update-codegen.sh
+
+clean:
+	rm -rf $(BIN)

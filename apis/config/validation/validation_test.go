@@ -1,0 +1,86 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tailor-eks/tailor/apis/config"
+)
+
+func validArgs() *config.TailorArgs {
+	sel := config.Selector{Tags: map[string]string{"tailor.dev/discovery": "prod"}}
+	return &config.TailorArgs{
+		ClusterName: "prod", Region: "us-east-1", KubernetesVersion: "1.34",
+		BatchIdleDuration: metav1.Duration{Duration: 100 * time.Millisecond}, BatchMaxDuration: metav1.Duration{Duration: time.Second},
+		RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
+		Pools: []config.Pool{{
+			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023",
+			SubnetSelector: sel, SecurityGroupSelector: sel,
+			Requirements: []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
+			Taints:       []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+			Limits:       corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+		}},
+	}
+}
+
+func TestValidateTailorArgs(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*config.TailorArgs)
+		want   []string // substrings of the error; none means valid
+	}{
+		{name: "valid", mutate: func(*config.TailorArgs) {}},
+		{name: "no cluster name", mutate: func(a *config.TailorArgs) { a.ClusterName = "" }, want: []string{"args.clusterName: Required value"}},
+		{name: "bad region", mutate: func(a *config.TailorArgs) { a.Region = "mars" }, want: []string{`args.region: Invalid value: "mars"`}},
+		{name: "no pools", mutate: func(a *config.TailorArgs) { a.Pools = nil }, want: []string{"args.pools: Required value"}},
+		{name: "duplicate pool", mutate: func(a *config.TailorArgs) { a.Pools = append(a.Pools, a.Pools[0]) }, want: []string{`args.pools[1].name: Duplicate value: "general"`}},
+		{name: "bad capacity type", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityTypes = []string{"reserved"} }, want: []string{`args.pools[0].capacityTypes[0]: Unsupported value: "reserved"`}},
+		{name: "unknown requirement key", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Key = "rack" }, want: []string{`args.pools[0].requirements[0].key: Unsupported value: "rack"`}},
+		{name: "Gt needs an integer", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Values = []string{"x"} }, want: []string{"args.pools[0].requirements[0].values[0]: Invalid value"}},
+		{name: "In needs values", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Requirements[0] = corev1.NodeSelectorRequirement{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn}
+		}, want: []string{"args.pools[0].requirements[0].values: Required value"}},
+		{name: "bad operator", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Operator = "Near" }, want: []string{"args.pools[0].requirements[0].operator: Unsupported value"}},
+		{name: "bad zone", mutate: func(a *config.TailorArgs) { a.Pools[0].Zones = []string{"us-east-1"} }, want: []string{`args.pools[0].zones[0]: Invalid value: "us-east-1"`}},
+		{name: "selector with ids and tags", mutate: func(a *config.TailorArgs) { a.Pools[0].SubnetSelector.IDs = []string{"subnet-1"} }, want: []string{"args.pools[0].subnetSelector"}},
+		{name: "bad security group id", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].SecurityGroupSelector = config.Selector{IDs: []string{"subnet-1"}}
+		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
+		{name: "bad ami", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "ubuntu" }, want: []string{`args.pools[0].ami: Invalid value: "ubuntu"`}},
+		{name: "reserved label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"tailor.dev/pool": "x"} }, want: []string{"args.pools[0].labels[tailor.dev/pool]: Forbidden"}},
+		{name: "bad taint effect", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Effect = "Sometimes" }, want: []string{"args.pools[0].taints[0].effect: Unsupported value"}},
+		{name: "unsupported limit", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Limits = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
+		}, want: []string{`args.pools[0].limits[pods]: Unsupported value: "pods"`}},
+		{name: "weight out of range", mutate: func(a *config.TailorArgs) { a.Pools[0].Weight = 101 }, want: []string{"args.pools[0].weight: Invalid value: 101"}},
+		{name: "batch max below idle", mutate: func(a *config.TailorArgs) { a.BatchMaxDuration.Duration = time.Millisecond }, want: []string{"args.batchMaxDuration: Invalid value"}},
+		{name: "several errors at once", mutate: func(a *config.TailorArgs) { a.ClusterName = ""; a.Pools[0].Name = "Bad_Name" }, want: []string{"args.clusterName", "args.pools[0].name"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := validArgs()
+			tc.mutate(a)
+			err := ValidateTailorArgs(field.NewPath("args"), a)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %v", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

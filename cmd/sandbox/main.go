@@ -1,0 +1,117 @@
+// Command sandbox runs Tailor end to end on one machine: a real control plane, the EC2
+// simulator, kwok and the node agent, Tailor's scheduler binary with the shipped example profile,
+// and a sample workload, with a live view of pods and launches.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
+	"github.com/tailor-eks/tailor/pkg/sim/env"
+)
+
+func main() {
+	var (
+		scheduler    = flag.String("scheduler", "bin/tailor-scheduler", "path of Tailor's scheduler binary")
+		kwok         = flag.String("kwok", "bin/kwok", "path of the kwok binary (make tools)")
+		dir          = flag.String("dir", "", "working directory for data, logs and kubeconfig (default: a new temporary one)")
+		untilSettled = flag.Bool("until-settled", false, "exit 0 once every sample pod is Running; non-zero with the reason after --timeout")
+		noSample     = flag.Bool("no-sample", false, "start everything but apply no sample workload")
+		timeout      = flag.Duration("timeout", 8*time.Minute, "with --until-settled, how long to wait")
+	)
+	klog.InitFlags(nil)
+	flag.Parse()
+	if err := run(*scheduler, *kwok, *dir, *untilSettled, *noSample, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeout time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if dir == "" {
+		d, err := os.MkdirTemp("", "tailor-sandbox-")
+		if err != nil {
+			return err
+		}
+		dir = d
+		defer os.RemoveAll(d)
+	}
+	tb := &controlplane.ProcessTB{Dir: dir}
+	defer tb.RunCleanups()
+
+	fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the EC2 simulator, kwok and the node agent…")
+	e, err := env.Start(ctx, env.Options{Dir: dir, ClusterName: "sandbox", KwokPath: kwokPath, TB: tb})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	fmt.Printf("Control plane up. Use it while the sandbox runs:\n  export KUBECONFIG=%s\n  kubectl get claims,nodes,pods -A\n", e.CP.Kubeconfig)
+	fmt.Printf("EC2 simulator: %s\n", e.SimURL)
+
+	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, nil)
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "scheduler.log")
+	sched, err := startScheduler(schedulerPath, cfg, logPath, e.AWSEnv())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = sched.Process.Signal(syscall.SIGTERM)
+		_ = sched.Wait()
+	}()
+	fmt.Printf("Tailor's scheduler started (profile %s, log %s)\n", cfg, logPath)
+
+	if !noSample {
+		n, err := applySamples(ctx, e.Client)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Applied the sample workload: %d Deployments in namespace sample\n", n)
+	}
+	view := newLiveView(e.Client, e.CP.Config)
+	if !untilSettled {
+		view.watch(ctx, func(s *snapshot) bool { return false })
+		view.summary(ctx)
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	settled := view.watch(wctx, func(s *snapshot) bool { return s.samplePods > 0 && s.sampleRunning == s.samplePods })
+	view.summary(ctx)
+	if !settled {
+		return fmt.Errorf("not settled after %s: %s", timeout, view.pendingReasons(ctx))
+	}
+	fmt.Println("Settled: every sample pod is Running on launched capacity.")
+	return nil
+}
+
+func startScheduler(path, config, logPath string, awsEnv map[string]string) (*exec.Cmd, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, "--config", config, "--secure-port=0", "-v=2")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = os.Environ()
+	for k, v := range awsEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	return cmd, nil
+}

@@ -1,0 +1,177 @@
+// Package env assembles a whole simulated cluster from real parts: the EC2 simulator on a
+// loopback HTTP port, a real control plane, kwok as the kubelets and the node agent as the
+// kubelet registration and cloud controller. The sandbox (make run) and the integration tests
+// both start it, then add Tailor's scheduler on top.
+package env
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/test/utils/ktesting"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tailor-eks/tailor/manifests"
+	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
+	"github.com/tailor-eks/tailor/pkg/sim/nodeagent"
+)
+
+// Options shape the environment.
+type Options struct {
+	// Dir holds etcd data, kubeconfig, scheduler config and logs.
+	Dir string
+	// ClusterName must match the scheduler profile's clusterName.
+	ClusterName string
+	Region      string
+	// KwokPath is the kwok binary (make tools builds it into bin/kwok).
+	KwokPath string
+	// Sim tunes the EC2 simulator; Region and ClusterName are filled in.
+	Sim ec2sim.Options
+	// TB receives the API server's logs and cleanups.
+	TB ktesting.TB
+}
+
+// Environment is a running simulated cluster.
+type Environment struct {
+	Options
+	Sim    *ec2sim.Sim
+	SimURL string
+	CP     *controlplane.ControlPlane
+	Client kubernetes.Interface
+	// Cloud is an EC2 client of the simulator, through the real SDK.
+	Cloud *ec2.Provider
+
+	stops []func()
+}
+
+// Start brings everything up. Call Stop when done.
+func Start(ctx context.Context, o Options) (*Environment, error) {
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.KwokPath == "" {
+		o.KwokPath = "bin/kwok"
+	}
+	if _, err := os.Stat(o.KwokPath); err != nil {
+		return nil, fmt.Errorf("kwok binary not found at %s (run `make tools`): %w", o.KwokPath, err)
+	}
+	e := &Environment{Options: o}
+	o.Sim.Region, o.Sim.ClusterName = o.Region, o.ClusterName
+	e.Sim = ec2sim.New(o.Sim)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	e.stops = append(e.stops, func() { _ = srv.Close() })
+	e.SimURL = "http://" + ln.Addr().String()
+	for k, v := range e.AWSEnv() {
+		if err := os.Setenv(k, v); err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
+
+	e.CP, err = controlplane.Start(ctx, o.TB, o.Dir)
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.stops = append(e.stops, e.CP.Stop)
+	e.Client = kubernetes.NewForConfigOrDie(e.CP.Config)
+
+	e.Cloud, err = ec2.New(ctx, ec2.Options{Region: o.Region, ClusterName: o.ClusterName})
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	if err := e.startKwok(); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	agentCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	agent := &nodeagent.Agent{Cloud: e.Cloud, Client: e.Client, ClusterName: o.ClusterName, Region: o.Region}
+	go agent.Run(agentCtx)
+	e.stops = append(e.stops, cancel)
+	return e, nil
+}
+
+// AWSEnv is the environment an AWS SDK client needs to talk to the simulator.
+func (e *Environment) AWSEnv() map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL_EC2":      e.SimURL,
+		"AWS_ENDPOINT_URL_SSM":      e.SimURL,
+		"AWS_REGION":                e.Region,
+		"AWS_ACCESS_KEY_ID":         "sandbox",
+		"AWS_SECRET_ACCESS_KEY":     "sandbox",
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+}
+
+func (e *Environment) startKwok() error {
+	logPath := filepath.Join(e.Dir, "kwok.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(e.KwokPath,
+		"--kubeconfig", e.CP.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+nodeagent.KwokAnnotation+"="+nodeagent.KwokValue,
+		"--node-lease-duration-seconds=40",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting kwok: %w", err)
+	}
+	e.stops = append(e.stops, func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+	})
+	klog.V(2).Info("kwok started", "log", logPath)
+	return nil
+}
+
+// Stop tears everything down, newest first.
+func (e *Environment) Stop() {
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+	e.stops = nil
+}
+
+// WriteSchedulerConfig writes the shipped example scheduler configuration, pointed at this
+// environment's API server, after letting mutate edit the Tailor args, and returns its path.
+func (e *Environment) WriteSchedulerConfig(name string, leaderElect bool, mutate func(args map[string]any)) (string, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+		return "", err
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": e.CP.Kubeconfig, "qps": 100, "burst": 200}
+	cfg["leaderElection"].(map[string]any)["leaderElect"] = leaderElect
+	profile := cfg["profiles"].([]any)[0].(map[string]any)
+	args := profile["pluginConfig"].([]any)[0].(map[string]any)["args"].(map[string]any)
+	args["clusterName"], args["region"] = e.ClusterName, e.Region
+	if mutate != nil {
+		mutate(args)
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(e.Dir, name)
+	return path, os.WriteFile(path, b, 0o600)
+}

@@ -1,0 +1,235 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+const waitTimeout = 90 * time.Second
+
+// newNamespace gives a test its own namespace and, when it ends, a clean cluster: its pods
+// gone, every launched instance terminated, every claim and launched node removed.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := "t-" + rand.String(6)
+	if _, err := world.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resetCluster(t, ns) })
+	return ns
+}
+
+func resetCluster(t *testing.T, ns string) {
+	ctx := context.Background()
+	zero := int64(0)
+	_ = world.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = world.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = world.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	insts, err := world.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClusterPrefix + clusterName: v1alpha1.TagOwnedValue})
+	if err != nil {
+		t.Errorf("listing instances: %v", err)
+	}
+	var ids []string
+	for _, in := range insts {
+		ids = append(ids, in.ID)
+	}
+	if len(ids) > 0 {
+		if err := world.Cloud.Terminate(ctx, ids...); err != nil {
+			t.Errorf("terminating: %v", err)
+		}
+	}
+	dc := dynamic.NewForConfigOrDie(world.CP.Config)
+	_ = dc.Resource(v1alpha1.ClaimResource).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := world.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.ProviderID != "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("launched nodes did not go away: %v", err)
+	}
+}
+
+type podOption func(*corev1.Pod)
+
+func withNodeSelector(k, v string) podOption {
+	return func(p *corev1.Pod) {
+		if p.Spec.NodeSelector == nil {
+			p.Spec.NodeSelector = map[string]string{}
+		}
+		p.Spec.NodeSelector[k] = v
+	}
+}
+
+func withToleration(key, value string) podOption {
+	return func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value, Effect: corev1.TaintEffectNoSchedule})
+	}
+}
+
+func podSpec(cpu, mem string, opts ...podOption) corev1.PodSpec {
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		SchedulerName: "tailor",
+		Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}},
+	}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p.Spec
+}
+
+func createPod(t *testing.T, ns, name, cpu, mem string, opts ...podOption) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}, Spec: podSpec(cpu, mem, opts...)}
+	p, err := world.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitRunning waits until n pods of the namespace are Running on a node and returns them.
+func waitRunning(t *testing.T, ns string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := world.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+				pods = append(pods, p)
+			}
+		}
+		return len(pods) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d pods Running in %s: %v\n%s", len(pods), n, ns, err, describePods(ns))
+	}
+	return pods
+}
+
+func describePods(ns string) string {
+	list, err := world.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range list.Items {
+		fmt.Fprintf(&b, "  %s phase=%s node=%s nominated=%s", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.NominatedNodeName)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, " unschedulable=%q", c.Message)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// waitEvent waits for an event on the pod with the reason and returns its message.
+func waitEvent(t *testing.T, ns, pod, reason string) string {
+	t.Helper()
+	var msg string
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		evs, err := world.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				msg = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event on %s/%s: %v\n%s", reason, ns, pod, err, describePods(ns))
+	}
+	return msg
+}
+
+func listClaims(t *testing.T) []*v1alpha1.Claim {
+	t.Helper()
+	dc := dynamic.NewForConfigOrDie(world.CP.Config)
+	list, err := dc.Resource(v1alpha1.ClaimResource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*v1alpha1.Claim
+	for i := range list.Items {
+		c, err := claims.FromUnstructured(&list.Items[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func getNode(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n, err := world.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func instanceTypes(t *testing.T) map[string]*cloud.InstanceType {
+	t.Helper()
+	its, err := world.Cloud.InstanceTypes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*cloud.InstanceType{}
+	for i := range its {
+		m[its[i].Name] = &its[i]
+	}
+	return m
+}
+
+// liveInstances are the simulator's instances that are not terminated.
+func liveInstances() []cloud.Instance {
+	var out []cloud.Instance
+	for _, in := range world.Sim.Instances() {
+		if in.State != cloud.StateTerminated && in.State != cloud.StateShuttingDown {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,96 @@
+// Package integration runs Tailor on real parts: embedded etcd, kube-apiserver and
+// kube-controller-manager, the real scheduler with Tailor's profile, the EC2 simulator reached by
+// the real AWS SDK over HTTP, kwok as the kubelets and the node agent. Nothing here fakes the
+// Kubernetes API or the SDK.
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/test/utils/ktesting"
+
+	"github.com/tailor-eks/tailor/pkg/plugins"
+	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
+	"github.com/tailor-eks/tailor/pkg/sim/env"
+)
+
+const clusterName = "it"
+
+// world is shared by every test of the package: starting the control plane costs seconds.
+var world *env.Environment
+
+func init() {
+	// The API server's test harness turns klog up to -v=5 when imported.
+	ktesting.SetDefaultVerbosity(1)
+}
+
+func TestMain(m *testing.M) {
+	klog.InitFlags(nil)
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "tailor-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	tb := &controlplane.ProcessTB{Dir: dir}
+	defer tb.RunCleanups()
+	kwok := os.Getenv("KWOK")
+	if kwok == "" {
+		kwok, _ = filepath.Abs("../../bin/kwok")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	world, err = env.Start(ctx, env.Options{Dir: dir, ClusterName: clusterName, KwokPath: kwok, TB: tb})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the environment:", err)
+		return 1
+	}
+	defer world.Stop()
+	path, err := world.WriteSchedulerConfig("scheduler.yaml", false, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := startScheduler(ctx, path); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the scheduler:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// setupScheduler builds Tailor's scheduler from a config file the way the binary does.
+func setupScheduler(ctx context.Context, configPath string) (func(), error) {
+	opts := options.NewOptions()
+	opts.ConfigFile = configPath
+	opts.SecureServing.BindPort = 0
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, err
+	}
+	cc, sched, err := app.Setup(ctx, opts, plugins.SchedulerOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = app.Run(ctx, cc, sched) }, nil
+}
+
+func startScheduler(ctx context.Context, configPath string) error {
+	run, err := setupScheduler(ctx, configPath)
+	if err != nil {
+		return err
+	}
+	go run()
+	return nil
+}

@@ -1,0 +1,257 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/utils/ptr"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/catalog"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/sim/nodeagent"
+)
+
+// A pod that fits an existing node binds there; Tailor launches nothing and leaves the node,
+// which it does not own, exactly as it was.
+func TestPodFittingExistingNodeLaunchesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "static-" + ns,
+			Labels:      map[string]string{corev1.LabelHostname: "static-" + ns, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"},
+			Annotations: map[string]string{nodeagent.KwokAnnotation: nodeagent.KwokValue},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: ns, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")},
+		},
+	}
+	if _, err := world.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ignoreNotFound(world.Client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}))
+	})
+	fleets := world.Sim.Calls("CreateFleet")
+
+	createPod(t, ns, "fits", "500m", "1Gi", withToleration("dedicated", ns))
+	pods := waitRunning(t, ns, 1)
+
+	if pods[0].Spec.NodeName != node.Name {
+		t.Errorf("pod on %s, want the existing node %s", pods[0].Spec.NodeName, node.Name)
+	}
+	if got := world.Sim.Calls("CreateFleet"); got != fleets {
+		t.Errorf("CreateFleet called %d times, want none", got-fleets)
+	}
+	after := getNode(t, node.Name)
+	if len(after.Spec.Taints) != 1 || after.Labels[v1alpha1.LabelPool] != "" || after.Labels[v1alpha1.LabelClaim] != "" {
+		t.Errorf("Tailor touched a node it does not own: labels %v taints %v", after.Labels, after.Spec.Taints)
+	}
+}
+
+// A pod that fits nothing gets one launch of the cheapest type that holds it; the node registers,
+// the pod runs there, and its events name the launch.
+func TestUnschedulablePodGetsCheapestNode(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.Calls("CreateFleet")
+	createPod(t, ns, "solo", "1", "2Gi")
+	pods := waitRunning(t, ns, 1)
+
+	if got := world.Sim.Calls("CreateFleet") - fleets; got != 1 {
+		t.Errorf("CreateFleet called %d times, want 1", got)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 {
+		t.Fatalf("%d claims, want 1", len(cls))
+	}
+	cl := cls[0]
+	if cl.Status.NodeName != pods[0].Spec.NodeName || cl.Status.Phase != v1alpha1.ClaimRegistered {
+		t.Errorf("claim %s: node %q phase %s; pod runs on %s", cl.Name, cl.Status.NodeName, cl.Status.Phase, pods[0].Spec.NodeName)
+	}
+	if len(cl.Spec.Pods) != 1 || cl.Spec.Pods[0].Name != "solo" {
+		t.Errorf("claim pods = %v", cl.Spec.Pods)
+	}
+	node := getNode(t, pods[0].Spec.NodeName)
+	if node.Labels[v1alpha1.LabelClaim] != cl.Name || node.Labels[v1alpha1.LabelPool] != "general" {
+		t.Errorf("node labels %v lack the claim and pool", node.Labels)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == v1alpha1.TaintUnregistered {
+			t.Errorf("node still carries %s", taint.Key)
+		}
+	}
+
+	// No type the pool allows, with an on-demand offering cheaper than the launched one, holds
+	// the pod. The pool's rules are read from the shipped example config.
+	types := instanceTypes(t)
+	launched := types[cl.Status.InstanceType]
+	price := onDemandPrice(launched, cl.Status.Zone)
+	sel := generalPoolSelector(t)
+	for _, it := range types {
+		p := onDemandPrice(it, cl.Status.Zone)
+		if p <= 0 || p >= price || !sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: catalog.Labels(it)}}) {
+			continue
+		}
+		alloc := catalog.Allocatable(it)
+		cpu, mem := alloc[corev1.ResourceCPU], alloc[corev1.ResourceMemory]
+		if cpu.Cmp(resource.MustParse("1")) >= 0 && mem.Cmp(resource.MustParse("2Gi")) >= 0 {
+			t.Errorf("launched %s at $%.4f/h, but %s at $%.4f/h holds the pod", launched.Name, price, it.Name, p)
+		}
+	}
+
+	msg := waitEvent(t, ns, "solo", "Launched")
+	if !strings.Contains(msg, cl.Name) || !strings.Contains(msg, cl.Status.InstanceID) {
+		t.Errorf("Launched event %q does not name claim %s and instance %s", msg, cl.Name, cl.Status.InstanceID)
+	}
+}
+
+// Twenty identical pods created at once are planned as one batch onto a few nodes, with one
+// instance per claim and no instance outside a claim.
+func TestBurstIsBatched(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.Calls("CreateFleet")
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "burst"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](20),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "burst"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "burst"}},
+				Spec:       podSpec("250m", "512Mi"),
+			},
+		},
+	}
+	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitRunning(t, ns, 20)
+
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) >= 5 {
+		t.Errorf("20 small pods on %d nodes, want fewer than 5", len(nodes))
+	}
+	cls := listClaims(t)
+	byName := map[string]*v1alpha1.Claim{}
+	for _, c := range cls {
+		byName[c.Name] = c
+	}
+	perClaim := map[string]int{}
+	for _, in := range liveInstances() {
+		claim := in.Tags[v1alpha1.TagClaim]
+		if byName[claim] == nil {
+			t.Errorf("instance %s belongs to no claim (tag %q)", in.ID, claim)
+		}
+		perClaim[claim]++
+	}
+	for name, n := range perClaim {
+		if n != 1 {
+			t.Errorf("claim %s has %d instances, want 1", name, n)
+		}
+	}
+	if got := world.Sim.Calls("CreateFleet") - fleets; got != len(cls) {
+		t.Errorf("%d CreateFleet calls for %d claims: a launch was doubled", got, len(cls))
+	}
+	if len(cls) != len(nodes) {
+		t.Errorf("%d claims for %d nodes in use", len(cls), len(nodes))
+	}
+}
+
+// A pod bigger than every allowed type gets an event that says so, and nothing is launched.
+func TestTooBigPodIsExplained(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.Calls("CreateFleet")
+	createPod(t, ns, "huge", "500", "1Gi")
+	msg := waitEvent(t, ns, "huge", "ProvisioningFailed")
+	if !strings.Contains(msg, "requests 500 cpu; the largest allowed instance type") {
+		t.Errorf("event %q does not explain the cpu request", msg)
+	}
+	if got := world.Sim.Calls("CreateFleet") - fleets; got != 0 {
+		t.Errorf("CreateFleet called %d times for an unservable pod", got)
+	}
+	if cls := listClaims(t); len(cls) != 0 {
+		t.Errorf("%d claims for an unservable pod", len(cls))
+	}
+}
+
+// A pod that selects arm64 gets an arm64 type.
+func TestArm64Selector(t *testing.T) {
+	ns := newNamespace(t)
+	createPod(t, ns, "graviton", "500m", "1Gi", withNodeSelector(corev1.LabelArchStable, "arm64"))
+	pods := waitRunning(t, ns, 1)
+	node := getNode(t, pods[0].Spec.NodeName)
+	it := instanceTypes(t)[node.Labels[corev1.LabelInstanceTypeStable]]
+	if node.Labels[corev1.LabelArchStable] != "arm64" || it == nil || it.Arch != "arm64" {
+		t.Errorf("pod runs on %s (%s), want an arm64 type", node.Labels[corev1.LabelInstanceTypeStable], node.Labels[corev1.LabelArchStable])
+	}
+}
+
+// Invalid plugin args stop the scheduler from starting, with a message naming the field.
+func TestInvalidArgsRefuseToStart(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(args map[string]any)
+		want   string
+	}{
+		{"unknown capacity type", func(a map[string]any) { pool(a, 0)["capacityTypes"] = []any{"reserved"} }, `TailorArgs.pools[0].capacityTypes[0]: Unsupported value: "reserved"`},
+		{"requirement on an unknown label", func(a map[string]any) {
+			pool(a, 1)["requirements"] = []any{map[string]any{"key": "example.com/rack", "operator": "In", "values": []any{"a"}}}
+		}, `TailorArgs.pools[1].requirements[0].key: Unsupported value: "example.com/rack"`},
+		{"weight out of range", func(a map[string]any) { pool(a, 0)["weight"] = 500 }, `TailorArgs.pools[0].weight: Invalid value: 500`},
+		{"missing cluster name", func(a map[string]any) { delete(a, "clusterName") }, `TailorArgs.clusterName: Required value`},
+		{"unknown field", func(a map[string]any) { a["pool"] = "x" }, `unknown field "pool"`},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path, err := world.WriteSchedulerConfig(fmt.Sprintf("bad-%d.yaml", i), false, tc.mutate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err = setupScheduler(ctx, path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("scheduler setup error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func pool(args map[string]any, i int) map[string]any {
+	return args["pools"].([]any)[i].(map[string]any)
+}
+
+func onDemandPrice(it *cloud.InstanceType, zone string) float64 {
+	for _, o := range it.Offerings {
+		if o.CapacityType == cloud.OnDemand && o.Zone == zone {
+			return o.PricePerHour
+		}
+	}
+	return 0
+}
+
+// generalPoolSelector is the example config's general pool requirements, written out here so
+// the test does not lean on the planner's own reading of them.
+func generalPoolSelector(t *testing.T) *nodeaffinity.NodeSelector {
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: v1alpha1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+		{Key: v1alpha1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}},
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
