@@ -161,9 +161,10 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
-		for k, v := range provisioning.NodeLabels(pool, cl) {
+		for k, v := range provisioning.NodeLabels(pool, cl.Spec.CapacityType) {
 			n.Labels[k] = v
 		}
+		n.Labels[v1alpha1.LabelClaim] = cl.Name
 		var taints []corev1.Taint
 		for _, t := range n.Spec.Taints {
 			if t.Key != v1alpha1.TaintUnregistered {

@@ -205,7 +205,7 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		Image:            pool.AMI,
 		InstanceProfile:  pool.InstanceProfile,
 		SecurityGroupIDs: nw.groups,
-		NodeLabels:       NodeLabels(pool, c),
+		NodeLabels:       NodeLabels(pool, c.Spec.CapacityType),
 		NodeTaints:       registrationTaints(pool),
 		Tags:             Tags(l.Args.ClusterName, pool.Name, c.Name),
 	})
@@ -281,16 +281,17 @@ func Tags(cluster, pool, claim string) map[string]string {
 	}
 }
 
-// NodeLabels are the labels a claim's node registers with (besides those the kubelet and cloud
-// provider derive from the instance).
-func NodeLabels(pool *config.Pool, c *v1alpha1.Claim) map[string]string {
+// NodeLabels are the labels a pool's node registers with (besides those the kubelet and cloud
+// provider derive from the instance). Nothing per-claim goes here: the labels are baked into the
+// launch template's user data, and one template per claim would be wasteful. The claim label is
+// applied when the node registers.
+func NodeLabels(pool *config.Pool, capacityType string) map[string]string {
 	l := map[string]string{}
 	for k, v := range pool.Labels {
 		l[k] = v
 	}
 	l[v1alpha1.LabelPool] = pool.Name
-	l[v1alpha1.LabelCapacityType] = c.Spec.CapacityType
-	l[v1alpha1.LabelClaim] = c.Name
+	l[v1alpha1.LabelCapacityType] = capacityType
 	return l
 }
 

@@ -19,7 +19,9 @@
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate, DescribeLaunchTemplates,
 // DeleteLaunchTemplate, CreateFleet (Type=instant), DescribeInstances, TerminateInstances,
 // CreateTags, DescribeSpotPriceHistory, and SSM GetParameter. Any other action answers
-// InvalidAction. Describe calls paginate with MaxResults/NextToken where EC2 does.
+// InvalidAction. Describe calls paginate with MaxResults/NextToken where EC2 does (NextToken is
+// an offset: a listing that changes between pages may skip or repeat items). DryRun=true answers
+// DryRunOperation.
 //
 // # The world
 //

@@ -108,6 +108,10 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, action, errf("InvalidAction", "The action %s is not valid for this web service.", action), begin)
 		return
 	}
+	if r.Form.Get("DryRun") == "true" {
+		s.writeError(w, action, &apiError{status: 412, code: "DryRunOperation", message: "Request would have succeeded, but DryRun flag is set."}, begin)
+		return
+	}
 	s.mu.Lock()
 	s.sweep()
 	out, err := h(s, query{v: r.Form})

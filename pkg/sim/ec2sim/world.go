@@ -196,7 +196,7 @@ func (s *Sim) sdkInstance(in *instance, now time.Time) ec2types.Instance {
 	info := s.types[in.instanceType]
 	out := ec2types.Instance{
 		AmiLaunchIndex:          aws.Int32(0),
-		Architecture:            in.arch,
+		Architecture:            ec2types.ArchitectureValues(in.arch),
 		BootMode:                ec2types.BootModeValuesUefiPreferred,
 		CurrentInstanceBootMode: ec2types.InstanceBootModeValuesUefi,
 		ClientToken:             aws.String(in.clientToken),
@@ -214,22 +214,22 @@ func (s *Sim) sdkInstance(in *instance, now time.Time) ec2types.Instance {
 			GroupName:          aws.String(""),
 			Tenancy:            ec2types.TenancyDefault,
 		},
-		PlatformDetails:       aws.String("Linux/UNIX"),
-		PrivateDnsName:        aws.String(in.dnsName(s.opts.Region)),
-		PrivateIpAddress:      aws.String(in.privateIP),
-		PublicDnsName:         aws.String(""),
-		RootDeviceName:        aws.String("/dev/xvda"),
-		RootDeviceType:        ec2types.DeviceTypeEbs,
-		SecurityGroups:        slices.Clone(in.groups),
-		SourceDestCheck:       aws.Bool(true),
-		State:                 &ec2types.InstanceState{Code: aws.Int32(stateCodes[st]), Name: ec2types.InstanceStateName(st)},
-		StateTransitionReason: aws.String(""),
-		SubnetId:              aws.String(in.subnetID),
-		Tags:                  sdkTags(in.tags),
-		UsageOperation:        aws.String("RunInstances"),
+		PlatformDetails:          aws.String("Linux/UNIX"),
+		PrivateDnsName:           aws.String(in.dnsName(s.opts.Region)),
+		PrivateIpAddress:         aws.String(in.privateIP),
+		PublicDnsName:            aws.String(""),
+		RootDeviceName:           aws.String("/dev/xvda"),
+		RootDeviceType:           ec2types.DeviceTypeEbs,
+		SecurityGroups:           slices.Clone(in.groups),
+		SourceDestCheck:          aws.Bool(true),
+		State:                    &ec2types.InstanceState{Code: aws.Int32(stateCodes[st]), Name: ec2types.InstanceStateName(st)},
+		StateTransitionReason:    aws.String(""),
+		SubnetId:                 aws.String(in.subnetID),
+		Tags:                     sdkTags(in.tags),
+		UsageOperation:           aws.String("RunInstances"),
 		UsageOperationUpdateTime: aws.Time(in.launched),
-		VirtualizationType:    ec2types.VirtualizationTypeHvm,
-		VpcId:                 aws.String(in.vpcID),
+		VirtualizationType:       ec2types.VirtualizationTypeHvm,
+		VpcId:                    aws.String(in.vpcID),
 	}
 	if info.VCpuInfo != nil {
 		out.CpuOptions = &ec2types.CpuOptions{CoreCount: info.VCpuInfo.DefaultCores, ThreadsPerCore: info.VCpuInfo.DefaultThreadsPerCore}
@@ -411,7 +411,7 @@ func (s *Sim) resolveParameter(name string) (string, bool) {
 
 func (s *Sim) sdkImage(im *image) ec2types.Image {
 	return ec2types.Image{
-		Architecture:       im.arch,
+		Architecture: ec2types.ArchitectureValues(im.arch),
 		BlockDeviceMappings: []ec2types.BlockDeviceMapping{{
 			DeviceName: aws.String("/dev/xvda"),
 			Ebs: &ec2types.EbsBlockDevice{

@@ -23,62 +23,68 @@ import (
 // it, decodes it with the real SDK and compares, so a missing entry fails a test.
 var xmlNames = map[string]string{
 	// Outputs.
-	"CreateFleetOutput.Errors":                        "errorSet",
-	"CreateFleetOutput.Instances":                     "fleetInstanceSet",
-	"DescribeImagesOutput.Images":                     "imagesSet",
-	"DescribeInstancesOutput.Reservations":            "reservationSet",
+	"CreateFleetOutput.Errors":                                  "errorSet",
+	"CreateFleetOutput.Instances":                               "fleetInstanceSet",
+	"DescribeImagesOutput.Images":                               "imagesSet",
+	"DescribeInstancesOutput.Reservations":                      "reservationSet",
 	"DescribeInstanceTypeOfferingsOutput.InstanceTypeOfferings": "instanceTypeOfferingSet",
-	"DescribeInstanceTypesOutput.InstanceTypes":       "instanceTypeSet",
-	"DescribeSecurityGroupsOutput.SecurityGroups":     "securityGroupInfo",
-	"DescribeSpotPriceHistoryOutput.SpotPriceHistory": "spotPriceHistorySet",
-	"DescribeSubnetsOutput.Subnets":                   "subnetSet",
-	"TerminateInstancesOutput.TerminatingInstances":   "instancesSet",
+	"DescribeInstanceTypesOutput.InstanceTypes":                 "instanceTypeSet",
+	"DescribeSecurityGroupsOutput.SecurityGroups":               "securityGroupInfo",
+	"DescribeSpotPriceHistoryOutput.SpotPriceHistory":           "spotPriceHistorySet",
+	"DescribeSubnetsOutput.Subnets":                             "subnetSet",
+	"TerminateInstancesOutput.TerminatingInstances":             "instancesSet",
 
 	// Types.
-	"CpuPerformanceFactor.References":                   "referenceSet",
-	"EbsInfo.EbsCards":                                  "ebsCardSet",
-	"FleetLaunchTemplateOverrides.BlockDeviceMappings":  "blockDeviceMappingSet",
-	"GpuDeviceInfo.Workloads":                           "workloadSet",
-	"Image.BlockDeviceMappings":                         "blockDeviceMapping",
-	"Image.ImageWatermarks":                             "imageWatermarkSet",
-	"Image.OwnerId":                                     "imageOwnerId",
-	"Image.Public":                                      "isPublic",
-	"Image.State":                                       "imageState",
-	"Instance.BlockDeviceMappings":                      "blockDeviceMapping",
-	"Instance.ElasticGpuAssociations":                   "elasticGpuAssociationSet",
-	"Instance.ElasticInferenceAcceleratorAssociations":  "elasticInferenceAcceleratorAssociationSet",
-	"Instance.Licenses":                                 "licenseSet",
-	"Instance.NetworkInterfaces":                        "networkInterfaceSet",
-	"Instance.PublicDnsName":                            "dnsName",
-	"Instance.PublicIpAddress":                          "ipAddress",
-	"Instance.SecondaryInterfaces":                      "secondaryInterfaceSet",
-	"Instance.SecurityGroups":                           "groupSet",
-	"Instance.State":                                    "instanceState",
-	"Instance.StateTransitionReason":                    "reason",
-	"InstanceNetworkInterface.Groups":                   "groupSet",
-	"InstanceNetworkInterface.Ipv4Prefixes":             "ipv4PrefixSet",
-	"InstanceNetworkInterface.Ipv6Addresses":            "ipv6AddressesSet",
-	"InstanceNetworkInterface.Ipv6Prefixes":             "ipv6PrefixSet",
-	"InstanceNetworkInterface.PrivateIpAddresses":       "privateIpAddressesSet",
-	"InstanceRequirements.AcceleratorManufacturers":     "acceleratorManufacturerSet",
-	"InstanceRequirements.AcceleratorNames":             "acceleratorNameSet",
-	"InstanceRequirements.AcceleratorTypes":             "acceleratorTypeSet",
-	"InstanceRequirements.AllowedInstanceTypes":         "allowedInstanceTypeSet",
-	"InstanceRequirements.CpuManufacturers":             "cpuManufacturerSet",
-	"InstanceRequirements.ExcludedInstanceTypes":        "excludedInstanceTypeSet",
-	"InstanceRequirements.InstanceGenerations":          "instanceGenerationSet",
-	"InstanceRequirements.LocalStorageTypes":            "localStorageTypeSet",
-	"InstanceSecondaryInterface.PrivateIpAddresses":     "privateIpAddressSet",
-	"InstanceTypeSpecification.SupportedInstanceTypes":  "supportedInstanceTypeSet",
+	"CpuPerformanceFactor.References":                    "referenceSet",
+	"EbsInfo.EbsCards":                                   "ebsCardSet",
+	"FleetLaunchTemplateOverrides.BlockDeviceMappings":   "blockDeviceMappingSet",
+	"GpuDeviceInfo.Workloads":                            "workloadSet",
+	"Image.BlockDeviceMappings":                          "blockDeviceMapping",
+	"Image.ImageWatermarks":                              "imageWatermarkSet",
+	"Image.OwnerId":                                      "imageOwnerId",
+	"Image.Public":                                       "isPublic",
+	"Image.State":                                        "imageState",
+	"Instance.BlockDeviceMappings":                       "blockDeviceMapping",
+	"Instance.ElasticGpuAssociations":                    "elasticGpuAssociationSet",
+	"Instance.ElasticInferenceAcceleratorAssociations":   "elasticInferenceAcceleratorAssociationSet",
+	"Instance.Licenses":                                  "licenseSet",
+	"Instance.NetworkInterfaces":                         "networkInterfaceSet",
+	"Instance.PublicDnsName":                             "dnsName",
+	"Instance.PublicIpAddress":                           "ipAddress",
+	"Instance.SecondaryInterfaces":                       "secondaryInterfaceSet",
+	"Instance.SecurityGroups":                            "groupSet",
+	"Instance.State":                                     "instanceState",
+	"Instance.StateTransitionReason":                     "reason",
+	"InstanceNetworkInterface.Groups":                    "groupSet",
+	"InstanceNetworkInterface.Ipv4Prefixes":              "ipv4PrefixSet",
+	"InstanceNetworkInterface.Ipv6Addresses":             "ipv6AddressesSet",
+	"InstanceNetworkInterface.Ipv6Prefixes":              "ipv6PrefixSet",
+	"InstanceNetworkInterface.PrivateIpAddresses":        "privateIpAddressesSet",
+	"InstanceRequirements.AcceleratorManufacturers":      "acceleratorManufacturerSet",
+	"InstanceRequirements.AcceleratorNames":              "acceleratorNameSet",
+	"InstanceRequirements.AcceleratorTypes":              "acceleratorTypeSet",
+	"InstanceRequirements.AllowedInstanceTypes":          "allowedInstanceTypeSet",
+	"InstanceRequirements.CpuManufacturers":              "cpuManufacturerSet",
+	"InstanceRequirements.ExcludedInstanceTypes":         "excludedInstanceTypeSet",
+	"InstanceRequirements.InstanceGenerations":           "instanceGenerationSet",
+	"InstanceRequirements.LocalStorageTypes":             "localStorageTypeSet",
+	"InstanceSecondaryInterface.PrivateIpAddresses":      "privateIpAddressSet",
+	"InstanceTypeSpecification.SupportedInstanceTypes":   "supportedInstanceTypeSet",
 	"InstanceTypeSpecification.UnsupportedInstanceTypes": "unsupportedInstanceTypeSet",
-	"IpPermission.UserIdGroupPairs":                     "groups",
-	"Monitoring.MetricCategoryIds":                      "metricCategoryIdSet",
-	"NetworkCardInfo.InterfaceTypes":                    "interfaceTypeSet",
-	"ProductCode.ProductCodeId":                         "productCode",
-	"ProductCode.ProductCodeType":                       "type",
-	"Reservation.Groups":                                "groupSet",
-	"Reservation.Instances":                             "instancesSet",
-	"SecurityGroup.Description":                         "groupDescription",
+	"IpPermission.UserIdGroupPairs":                      "groups",
+	"Monitoring.MetricCategoryIds":                       "metricCategoryIdSet",
+	"NetworkCardInfo.InterfaceTypes":                     "interfaceTypeSet",
+	"ProductCode.ProductCodeId":                          "productCode",
+	"ProductCode.ProductCodeType":                        "type",
+	"Reservation.Groups":                                 "groupSet",
+	"Reservation.Instances":                              "instancesSet",
+	"SecurityGroup.Description":                          "groupDescription",
+	"ValidationWarning.Errors":                           "errorSet",
+}
+
+// xmlItemNames are the list fields whose members are not <item> elements.
+var xmlItemNames = map[string]string{
+	"InferenceAcceleratorInfo.Accelerators": "member",
 }
 
 // elementName is the XML element name of field f of struct type t.
@@ -123,19 +129,23 @@ func (e *xmlEncoder) fields(v reflect.Value) {
 		if !f.IsExported() || f.Name == "ResultMetadata" {
 			continue
 		}
-		e.value(elementName(t, f), v.Field(i), false)
+		item := xmlItemNames[t.Name()+"."+f.Name]
+		if item == "" {
+			item = "item"
+		}
+		e.value(elementName(t, f), item, v.Field(i), false)
 	}
 }
 
-// value writes v as element name. Nil pointers, nil slices, maps, interfaces and zero scalars
+// value writes v as element name (the members of a list as elements item). Nil pointers, nil slices, maps, interfaces and zero scalars
 // that are not behind a pointer are left out, as EC2 leaves out absent fields.
-func (e *xmlEncoder) value(name string, v reflect.Value, set bool) {
+func (e *xmlEncoder) value(name, item string, v reflect.Value, set bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			return
 		}
-		e.value(name, v.Elem(), true)
+		e.value(name, item, v.Elem(), true)
 	case reflect.Interface, reflect.Map, reflect.Func, reflect.Chan:
 		return
 	case reflect.Struct:
@@ -160,7 +170,7 @@ func (e *xmlEncoder) value(name string, v reflect.Value, set bool) {
 		}
 		e.open(name)
 		for i := 0; i < v.Len(); i++ {
-			e.value("item", v.Index(i), true)
+			e.value(item, "item", v.Index(i), true)
 		}
 		e.close(name)
 	case reflect.String:

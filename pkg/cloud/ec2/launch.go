@@ -1,0 +1,419 @@
+package ec2
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// Allocation strategies of the one-instance fleets: the cheapest override for on-demand; for
+// spot, the cheapest among the pools least likely to be interrupted.
+const (
+	onDemandStrategy = ec2types.FleetOnDemandAllocationStrategyLowestPrice
+	spotStrategy     = ec2types.SpotAllocationStrategyPriceCapacityOptimized
+)
+
+// Launch starts one instance from the overrides (see cloud.Provider).
+//
+// Image is an AMI ID or an alias: "al2023" (the EKS-optimized Amazon Linux 2023 AMI, the nvidia
+// variant when every override type has NVIDIA GPUs) or "bottlerocket", resolved through SSM for
+// Options.KubernetesVersion and the architecture of the override types (which must not mix
+// architectures). An explicit AMI is assumed to bootstrap with nodeadm like AL2023.
+func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
+	if len(req.Overrides) == 0 {
+		return nil, errors.New("ec2: launch without overrides")
+	}
+	if req.CapacityType != cloud.OnDemand && req.CapacityType != cloud.Spot {
+		return nil, fmt.Errorf("ec2: launch: unknown capacity type %q", req.CapacityType)
+	}
+	var types []cloud.InstanceType
+	for _, o := range req.Overrides {
+		if o.InstanceType == "" || o.SubnetID == "" {
+			return nil, fmt.Errorf("ec2: launch: override %+v lacks an instance type or subnet", o)
+		}
+		it, ok, err := p.instanceType(ctx, o.InstanceType)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("ec2: launch: instance type %s is not offered in this region", o.InstanceType)
+		}
+		types = append(types, it)
+	}
+	imageID, family, err := p.resolveImage(ctx, req.Image, types)
+	if err != nil {
+		return nil, err
+	}
+	var userData string
+	if family == familyBottlerocket {
+		userData, err = bottlerocketUserData(p.opts, req.NodeLabels, req.NodeTaints)
+	} else {
+		userData, err = nodeadmUserData(p.opts, req.NodeLabels, req.NodeTaints)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tmpl := templateSpec{
+		family: family, imageID: imageID, profile: req.InstanceProfile,
+		securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
+	}
+	zones, err := p.subnetZones(ctx, req.Overrides)
+	if err != nil {
+		return nil, err
+	}
+
+	input := &ec2.CreateFleetInput{
+		Type:        ec2types.FleetTypeInstant,
+		ClientToken: clientToken(req.ClientToken),
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+		},
+		TagSpecifications: fleetTags(req.Tags),
+	}
+	if req.CapacityType == cloud.Spot {
+		input.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: spotStrategy}
+	} else {
+		input.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: onDemandStrategy}
+	}
+	config := ec2types.FleetLaunchTemplateConfigRequest{
+		LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+			LaunchTemplateName: aws.String(p.templateName(tmpl)), Version: aws.String("$Latest"),
+		},
+	}
+	for _, o := range req.Overrides {
+		config.Overrides = append(config.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType:     ec2types.InstanceType(o.InstanceType),
+			SubnetId:         aws.String(o.SubnetID),
+			AvailabilityZone: aws.String(zones[o.SubnetID]),
+		})
+	}
+	input.LaunchTemplateConfigs = []ec2types.FleetLaunchTemplateConfigRequest{config}
+
+	out, err := p.createFleet(ctx, tmpl, input)
+	if err != nil {
+		return nil, err
+	}
+	res := &cloud.LaunchResult{}
+	for _, e := range out.Errors {
+		oe := cloud.OfferingError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
+		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			oe.InstanceType = string(lo.Overrides.InstanceType)
+			oe.SubnetID = aws.ToString(lo.Overrides.SubnetId)
+			oe.Zone = aws.ToString(lo.Overrides.AvailabilityZone)
+			if oe.Zone == "" {
+				oe.Zone = zones[oe.SubnetID]
+			}
+		}
+		res.Errors = append(res.Errors, oe)
+	}
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		fallback := cloud.Instance{
+			ID: fi.InstanceIds[0], Type: string(fi.InstanceType), ImageID: imageID,
+			State: cloud.StatePending, CapacityType: req.CapacityType, LaunchTime: p.opts.Now(),
+			Tags: maps.Clone(req.Tags),
+		}
+		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
+			fallback.SubnetID = aws.ToString(lo.Overrides.SubnetId)
+			fallback.Zone = zones[fallback.SubnetID]
+		}
+		inst := p.describeLaunched(ctx, fallback)
+		res.Instance = &inst
+		break
+	}
+	if res.Instance == nil && len(res.Errors) == 0 {
+		return nil, fmt.Errorf("ec2: CreateFleet %s launched nothing and reported no errors", aws.ToString(out.FleetId))
+	}
+	return res, nil
+}
+
+// clientToken fits a caller's token into EC2's 64 ASCII characters (longer ones are hashed).
+func clientToken(t string) *string {
+	if t == "" {
+		return nil
+	}
+	if len(t) <= 64 {
+		return aws.String(t)
+	}
+	sum := sha256.Sum256([]byte(t))
+	return aws.String(hex.EncodeToString(sum[:]))
+}
+
+func fleetTags(tags map[string]string) []ec2types.TagSpecification {
+	if len(tags) == 0 {
+		return nil
+	}
+	var list []ec2types.Tag
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		list = append(list, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	var out []ec2types.TagSpecification
+	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
+		out = append(out, ec2types.TagSpecification{ResourceType: rt, Tags: slices.Clone(list)})
+	}
+	return out
+}
+
+// createFleet ensures the launch template and calls CreateFleet; when EC2 no longer knows the
+// template (deleted behind the cache), it creates it again and retries once.
+func (p *Provider) createFleet(ctx context.Context, tmpl templateSpec, input *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+	for attempt := 0; ; attempt++ {
+		if err := p.ensureTemplate(ctx, tmpl); err != nil {
+			return nil, err
+		}
+		out, err := p.ec2.CreateFleet(ctx, input)
+		if err == nil {
+			return out, nil
+		}
+		switch code := apiErrorCode(err); {
+		case (code == "InvalidLaunchTemplateName.NotFoundException" || code == "InvalidLaunchTemplateId.NotFound") && attempt == 0:
+			p.mu.Lock()
+			delete(p.templates, p.templateName(tmpl))
+			p.mu.Unlock()
+			continue
+		case code == "InvalidSubnetID.NotFound":
+			return nil, fmt.Errorf("ec2: launch: a subnet of the overrides does not exist: %w", err)
+		}
+		return nil, fmt.Errorf("ec2: launch: %w", err)
+	}
+}
+
+// describeLaunched fills in a new instance (IP, DNS name, zone) with DescribeInstances, which
+// is eventually consistent after CreateFleet: it retries NotFound briefly, and falls back to what
+// the fleet answer said.
+func (p *Provider) describeLaunched(ctx context.Context, fallback cloud.Instance) cloud.Instance {
+	delay := 100 * time.Millisecond
+	for attempt := 0; attempt < 5; attempt++ {
+		out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{fallback.ID}})
+		if err == nil {
+			for _, r := range out.Reservations {
+				for _, in := range r.Instances {
+					if aws.ToString(in.InstanceId) == fallback.ID {
+						return toInstance(in)
+					}
+				}
+			}
+		} else if apiErrorCode(err) != "InvalidInstanceID.NotFound" {
+			return fallback
+		}
+		select {
+		case <-ctx.Done():
+			return fallback
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+	return fallback
+}
+
+// subnetZones returns the zone of every override's subnet, describing the unknown ones.
+func (p *Provider) subnetZones(ctx context.Context, overrides []cloud.Override) (map[string]string, error) {
+	zones := map[string]string{}
+	var unknown []string
+	p.mu.Lock()
+	for _, o := range overrides {
+		if z, ok := p.zones[o.SubnetID]; ok {
+			zones[o.SubnetID] = z
+		} else if !slices.Contains(unknown, o.SubnetID) {
+			unknown = append(unknown, o.SubnetID)
+		}
+	}
+	p.mu.Unlock()
+	if len(unknown) == 0 {
+		return zones, nil
+	}
+	found, err := p.describeSubnets(ctx, unknown, nil)
+	if err != nil {
+		if code := apiErrorCode(err); code == "InvalidSubnetID.NotFound" || code == "InvalidSubnetID.Malformed" {
+			return nil, fmt.Errorf("ec2: launch: unknown subnet %s: %w", strings.Join(unknown, ", "), err)
+		}
+		return nil, fmt.Errorf("ec2: launch: describing subnets %s: %w", strings.Join(unknown, ", "), err)
+	}
+	for _, sn := range found {
+		zones[sn.ID] = sn.Zone
+	}
+	return zones, nil
+}
+
+// templateSpec is everything that goes into a launch template.
+type templateSpec struct {
+	family         string
+	imageID        string
+	profile        string
+	securityGroups []string
+	userData       string
+}
+
+// templateName is tailor-<cluster>-<16 hex digits of a hash of the template's content>.
+func (p *Provider) templateName(t templateSpec) string {
+	h := sha256.New()
+	for _, s := range []string{p.opts.ClusterName, t.family, t.imageID, t.profile, strings.Join(t.securityGroups, ","), t.userData} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("tailor-%s-%s", p.opts.ClusterName, hex.EncodeToString(h.Sum(nil))[:16])
+}
+
+// ensureTemplate creates the launch template unless this Provider already knows it exists.
+// Its name is a hash of its content, so an existing template of that name is the same one.
+func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) error {
+	name := p.templateName(t)
+	p.mu.Lock()
+	_, known := p.templates[name]
+	p.mu.Unlock()
+	if known {
+		return nil
+	}
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:          aws.String(t.imageID),
+		SecurityGroupIds: t.securityGroups,
+		UserData:         aws.String(base64.StdEncoding.EncodeToString([]byte(t.userData))),
+		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
+			HttpTokens:              ec2types.LaunchTemplateHttpTokensStateRequired,
+			HttpPutResponseHopLimit: aws.Int32(1),
+		},
+		BlockDeviceMappings: blockDevices(t.family),
+	}
+	if t.profile != "" {
+		if strings.HasPrefix(t.profile, "arn:") {
+			data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Arn: aws.String(t.profile)}
+		} else {
+			data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(t.profile)}
+		}
+	}
+	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name),
+		LaunchTemplateData: data,
+		TagSpecifications: []ec2types.TagSpecification{{
+			ResourceType: ec2types.ResourceTypeLaunchTemplate,
+			Tags: []ec2types.Tag{
+				{Key: aws.String(tagClusterPrefix + p.opts.ClusterName), Value: aws.String(tagOwnedValue)},
+				{Key: aws.String(tagEKSCluster), Value: aws.String(p.opts.ClusterName)},
+			},
+		}},
+	})
+	id := ""
+	switch {
+	case err == nil:
+		id = aws.ToString(out.LaunchTemplate.LaunchTemplateId)
+	case apiErrorCode(err) == "InvalidLaunchTemplateName.AlreadyExistsException":
+	default:
+		return fmt.Errorf("ec2: creating launch template %s: %w", name, err)
+	}
+	p.mu.Lock()
+	p.templates[name] = id
+	p.mu.Unlock()
+	return nil
+}
+
+// blockDevices are the root (and Bottlerocket data) volumes of the alias families.
+func blockDevices(family string) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	vol := func(dev string, gib int32) ec2types.LaunchTemplateBlockDeviceMappingRequest {
+		return ec2types.LaunchTemplateBlockDeviceMappingRequest{
+			DeviceName: aws.String(dev),
+			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: aws.Int32(gib), VolumeType: ec2types.VolumeTypeGp3,
+				Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
+			},
+		}
+	}
+	switch family {
+	case familyAL2023:
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 20)}
+	case familyBottlerocket:
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 4), vol("/dev/xvdb", 20)}
+	}
+	return nil
+}
+
+// resolveImage returns the AMI and bootstrap family for a launch (see Launch).
+func (p *Provider) resolveImage(ctx context.Context, image string, types []cloud.InstanceType) (id, family string, err error) {
+	if strings.HasPrefix(image, "ami-") {
+		return image, familyAL2023, nil
+	}
+	family = strings.ToLower(image)
+	if family != familyAL2023 && family != familyBottlerocket {
+		return "", "", fmt.Errorf("ec2: launch: image %q is neither an AMI ID (ami-…) nor an alias (al2023, bottlerocket)", image)
+	}
+	if p.opts.KubernetesVersion == "" {
+		return "", "", fmt.Errorf("ec2: launch: image alias %s needs Options.KubernetesVersion", image)
+	}
+	archs := map[string][]string{}
+	gpu := map[bool][]string{}
+	for _, t := range types {
+		archs[t.Arch] = append(archs[t.Arch], t.Name)
+		nv := t.GPUCount > 0 && strings.EqualFold(t.GPUManufacturer, "NVIDIA")
+		gpu[nv] = append(gpu[nv], t.Name)
+	}
+	if len(archs) != 1 {
+		return "", "", fmt.Errorf("ec2: launch: image alias %s cannot serve overrides of several architectures (amd64: %s; arm64: %s); launch them separately",
+			image, strings.Join(archs["amd64"], " "), strings.Join(archs["arm64"], " "))
+	}
+	if len(gpu) != 1 {
+		return "", "", fmt.Errorf("ec2: launch: image alias %s cannot serve NVIDIA GPU types (%s) and others (%s) in one launch",
+			image, strings.Join(gpu[true], " "), strings.Join(gpu[false], " "))
+	}
+	arch := "x86_64"
+	if types[0].Arch == "arm64" {
+		arch = "arm64"
+	}
+	nvidia := len(gpu[true]) > 0
+	v := p.opts.KubernetesVersion
+	var param string
+	switch family {
+	case familyAL2023:
+		variant := "standard"
+		if nvidia {
+			variant = "nvidia"
+		}
+		param = fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/recommended/image_id", v, arch, variant)
+	case familyBottlerocket:
+		flavour := ""
+		if nvidia {
+			flavour = "-nvidia"
+		}
+		param = fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s/latest/image_id", v, flavour, arch)
+	}
+	id, err = p.parameter(ctx, param)
+	if err != nil {
+		return "", "", err
+	}
+	return id, family, nil
+}
+
+// parameter reads an SSM parameter, cached for Options.CatalogTTL.
+func (p *Provider) parameter(ctx context.Context, name string) (string, error) {
+	p.mu.Lock()
+	c, ok := p.images[name]
+	p.mu.Unlock()
+	if ok && p.opts.Now().Sub(c.at) < p.opts.CatalogTTL {
+		return c.id, nil
+	}
+	out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("ec2: resolving image through SSM parameter %s: %w", name, err)
+	}
+	id := aws.ToString(out.Parameter.Value)
+	p.mu.Lock()
+	p.images[name] = cachedImage{id: id, at: p.opts.Now()}
+	p.mu.Unlock()
+	return id, nil
+}

@@ -1,0 +1,313 @@
+// Package ec2 implements cloud.Provider on Amazon EC2 with aws-sdk-go-v2.
+//
+// It uses only the SDK's ordinary configuration (config.LoadDefaultConfig), so the usual
+// environment works unchanged, including AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL_SSM to point
+// it at a simulator (pkg/sim/ec2sim), AWS_REGION and static keys. Requests are retried by the
+// SDK's standard retryer; listings use the SDK's paginators.
+//
+// Instance types come from DescribeInstanceTypes and DescribeInstanceTypeOfferings, spot prices
+// from DescribeSpotPriceHistory and on-demand prices from the table shipped in pkg/awsdata (the
+// us-east-1 list prices; in other regions they rank types correctly but are not exact). Max-pods
+// inputs (ENIs, IPv4 per ENI) come from awsdata's EKS table, falling back to NetworkInfo.
+//
+// Launch creates (once, then caches) a launch template per distinct image, instance profile,
+// security groups and user data, named tailor-<cluster>-<hash>, and launches with one
+// CreateFleet of Type instant. Because node labels and taints are part of the user data, every
+// distinct label/taint set gets its own template: keep per-node values out of NodeLabels.
+package ec2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
+
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// Tags Tailor puts on the launch templates it creates. (The same keys as
+// apis/tailor/v1alpha1, repeated so this package needs no Kubernetes modules.)
+const (
+	tagClusterPrefix = "kubernetes.io/cluster/"
+	tagEKSCluster    = "eks:eks-cluster-name"
+	tagOwnedValue    = "owned"
+)
+
+// Options configure a Provider.
+type Options struct {
+	// Region overrides the region of the SDK configuration (New only).
+	Region string
+	// ClusterName is the EKS cluster the nodes join. Required.
+	ClusterName string
+	// KubernetesVersion ("1.34") selects the EKS-optimized AMI behind the image aliases.
+	// Required to launch with an alias.
+	KubernetesVersion string
+	// ClusterEndpoint (https://…), ClusterCertificateAuthority (base64 PEM) and ClusterCIDR (the
+	// service CIDR) go into the node bootstrap configuration when set; nodeadm needs them unless
+	// the AMI finds them another way.
+	ClusterEndpoint             string
+	ClusterCertificateAuthority string
+	ClusterCIDR                 string
+	// CatalogTTL is how long InstanceTypes (and resolved image aliases) are cached; default 5m.
+	CatalogTTL time.Duration
+	// Now is the clock for the caches; default time.Now.
+	Now func() time.Time
+}
+
+// Provider is the EC2 cloud.Provider. It is safe for concurrent use.
+type Provider struct {
+	opts Options
+	ec2  *ec2.Client
+	ssm  *ssm.Client
+
+	catalogMu sync.Mutex // serializes catalog refreshes
+	mu        sync.Mutex
+	catalog   []cloud.InstanceType
+	catalogAt time.Time
+	byName    map[string]*cloud.InstanceType
+	images    map[string]cachedImage // SSM parameter → AMI
+	templates map[string]string      // launch template name → ID
+	zones     map[string]string      // subnet ID → zone
+}
+
+type cachedImage struct {
+	id string
+	at time.Time
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+var versionRe = regexp.MustCompile(`^1\.[0-9]{1,2}$`)
+
+// New loads the default AWS configuration (environment, shared files, IMDS) and returns a
+// Provider.
+func New(ctx context.Context, opts Options) (*Provider, error) {
+	var loadOpts []func(*config.LoadOptions) error
+	if opts.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(opts.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: loading AWS configuration: %w", err)
+	}
+	return NewFromConfig(cfg, opts)
+}
+
+// NewFromConfig returns a Provider using cfg (its region, credentials, endpoints and retryer).
+func NewFromConfig(cfg aws.Config, opts Options) (*Provider, error) {
+	if cfg.Region == "" {
+		return nil, errors.New("ec2: no AWS region configured (set AWS_REGION or Options.Region)")
+	}
+	if opts.ClusterName == "" {
+		return nil, errors.New("ec2: Options.ClusterName is required")
+	}
+	if opts.KubernetesVersion != "" && !versionRe.MatchString(opts.KubernetesVersion) {
+		return nil, fmt.Errorf("ec2: Options.KubernetesVersion %q is not of the form 1.N", opts.KubernetesVersion)
+	}
+	if opts.CatalogTTL <= 0 {
+		opts.CatalogTTL = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Provider{
+		opts:      opts,
+		ec2:       ec2.NewFromConfig(cfg, withPlainBodiesEC2),
+		ssm:       ssm.NewFromConfig(cfg, withPlainBodiesSSM),
+		images:    map[string]cachedImage{},
+		templates: map[string]string{},
+		zones:     map[string]string{},
+	}, nil
+}
+
+// apiErrorCode returns the AWS error code of err, or "".
+func apiErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// selectorFilters turns a Selector into IDs or tag filters.
+func selectorFilters(what string, sel cloud.Selector) (ids []string, filters []ec2types.Filter, err error) {
+	switch {
+	case len(sel.IDs) > 0 && len(sel.Tags) > 0:
+		return nil, nil, fmt.Errorf("ec2: %s selector sets both IDs and tags", what)
+	case len(sel.IDs) > 0:
+		return slices.Clone(sel.IDs), nil, nil
+	case len(sel.Tags) > 0:
+		return nil, tagFilters(sel.Tags), nil
+	}
+	return nil, nil, fmt.Errorf("ec2: empty %s selector", what)
+}
+
+// tagFilters matches every tag; the value "*" matches any value of the key.
+func tagFilters(tags map[string]string) []ec2types.Filter {
+	var out []ec2types.Filter
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if v := tags[k]; v == "*" {
+			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
+		} else {
+			out = append(out, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{v}})
+		}
+	}
+	return out
+}
+
+// Subnets returns the subnets the selector picks.
+func (p *Provider) Subnets(ctx context.Context, sel cloud.Selector) ([]cloud.Subnet, error) {
+	ids, filters, err := selectorFilters("subnet", sel)
+	if err != nil {
+		return nil, err
+	}
+	subnets, err := p.describeSubnets(ctx, ids, filters)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing subnets: %w", err)
+	}
+	return subnets, nil
+}
+
+// describeSubnets lists subnets and remembers their zones; errors are the SDK's, unwrapped.
+func (p *Provider) describeSubnets(ctx context.Context, ids []string, filters []ec2types.Filter) ([]cloud.Subnet, error) {
+	var out []cloud.Subnet
+	pager := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: ids, Filters: filters})
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, sn := range page.Subnets {
+			out = append(out, cloud.Subnet{
+				ID: aws.ToString(sn.SubnetId), Zone: aws.ToString(sn.AvailabilityZone),
+				AvailableIPs: int64(aws.ToInt32(sn.AvailableIpAddressCount)),
+			})
+		}
+	}
+	p.mu.Lock()
+	for _, sn := range out {
+		p.zones[sn.ID] = sn.Zone
+	}
+	p.mu.Unlock()
+	return out, nil
+}
+
+// SecurityGroups returns the IDs of the security groups the selector picks.
+func (p *Provider) SecurityGroups(ctx context.Context, sel cloud.Selector) ([]string, error) {
+	ids, filters, err := selectorFilters("security group", sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	pager := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids, Filters: filters})
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ec2: describing security groups: %w", err)
+		}
+		for _, g := range page.SecurityGroups {
+			out = append(out, aws.ToString(g.GroupId))
+		}
+	}
+	return out, nil
+}
+
+// liveStates are the instance states Instances lists.
+var liveStates = []string{"pending", "running", "shutting-down", "stopping", "stopped"}
+
+// Instances lists the non-terminated instances carrying all of the given tags (a "*" value
+// matches any value of the key).
+func (p *Provider) Instances(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
+	filters := append(tagFilters(tags), ec2types.Filter{Name: aws.String("instance-state-name"), Values: liveStates})
+	return p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(1000)})
+}
+
+func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]cloud.Instance, error) {
+	var out []cloud.Instance
+	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ec2: describing instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			for _, in := range r.Instances {
+				out = append(out, toInstance(in))
+			}
+		}
+	}
+	return out, nil
+}
+
+func toInstance(in ec2types.Instance) cloud.Instance {
+	out := cloud.Instance{
+		ID:             aws.ToString(in.InstanceId),
+		Type:           string(in.InstanceType),
+		SubnetID:       aws.ToString(in.SubnetId),
+		ImageID:        aws.ToString(in.ImageId),
+		PrivateDNSName: aws.ToString(in.PrivateDnsName),
+		PrivateIP:      aws.ToString(in.PrivateIpAddress),
+		CapacityType:   cloud.OnDemand,
+		LaunchTime:     aws.ToTime(in.LaunchTime),
+		Tags:           map[string]string{},
+	}
+	if in.Placement != nil {
+		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	if in.State != nil {
+		out.State = string(in.State.Name)
+	}
+	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		out.CapacityType = cloud.Spot
+	}
+	for _, t := range in.Tags {
+		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}
+
+// terminateBatch is how many instances one TerminateInstances call carries.
+const terminateBatch = 100
+
+// Terminate terminates the instances; already terminated or unknown IDs are not an error.
+func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	for chunk := range slices.Chunk(ids, terminateBatch) {
+		if err := p.terminate(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Provider) terminate(ctx context.Context, ids []string) error {
+	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids})
+	if err == nil {
+		return nil
+	}
+	if apiErrorCode(err) != "InvalidInstanceID.NotFound" {
+		return fmt.Errorf("ec2: terminating %s: %w", strings.Join(ids, ", "), err)
+	}
+	// EC2 fails the whole call when one ID is unknown: retry the others one by one.
+	if len(ids) == 1 {
+		return nil
+	}
+	for _, id := range ids {
+		if err := p.terminate(ctx, []string{id}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

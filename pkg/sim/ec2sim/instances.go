@@ -1,0 +1,234 @@
+package ec2sim
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+func (s *Sim) instanceAttrs(in *instance, st string) attrFunc {
+	return func(name string) ([]string, bool) {
+		terminated := st == cloud.StateTerminated
+		switch name {
+		case "instance-id":
+			return []string{in.id}, true
+		case "instance-state-name":
+			return []string{st}, true
+		case "instance-state-code":
+			return []string{strconv.Itoa(int(stateCodes[st]))}, true
+		case "instance-type":
+			return []string{in.instanceType}, true
+		case "availability-zone":
+			return []string{in.zone}, true
+		case "image-id":
+			return []string{in.imageID}, true
+		case "reservation-id":
+			return []string{in.reservationID}, true
+		case "architecture":
+			return []string{string(in.arch)}, true
+		case "instance-lifecycle":
+			if in.capacityType == cloud.Spot {
+				return []string{"spot"}, true
+			}
+			return nil, true
+		case "client-token":
+			return []string{in.clientToken}, true
+		case "subnet-id", "vpc-id", "private-ip-address", "private-dns-name", "network-interface.addresses.private-ip-address":
+			if terminated {
+				return nil, true
+			}
+			switch name {
+			case "subnet-id":
+				return []string{in.subnetID}, true
+			case "vpc-id":
+				return []string{in.vpcID}, true
+			case "private-dns-name":
+				return []string{in.dnsName(s.opts.Region)}, true
+			}
+			return []string{in.privateIP}, true
+		case "instance.group-id":
+			var out []string
+			for _, g := range in.groups {
+				out = append(out, aws.ToString(g.GroupId))
+			}
+			return out, true
+		}
+		return tagAttrs(in.tags, name)
+	}
+}
+
+// checkInstanceIDs validates instance IDs and resolves them, with EC2's errors.
+func (s *Sim) checkInstanceIDs(ids []string) ([]*instance, error) {
+	var out []*instance
+	var unknown []string
+	for _, id := range ids {
+		if !instanceIDRe.MatchString(id) {
+			return nil, errf("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+		in, ok := s.instanceByID[id]
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		if !slices.Contains(out, in) {
+			out = append(out, in)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, notFoundList("InvalidInstanceID.NotFound", "instance", unknown)
+	}
+	return out, nil
+}
+
+// DescribeInstances: InstanceId.N, Filter.N, MaxResults (5–1000, not with InstanceId; everything
+// without it), NextToken. Instances come in launch order, grouped into their reservations.
+func (s *Sim) describeInstances(q query) (any, error) {
+	filters, err := q.filters()
+	if err != nil {
+		return nil, err
+	}
+	if err := validateFilters(filters, s.instanceAttrs(&instance{}, "")); err != nil {
+		return nil, err
+	}
+	candidates := s.instances
+	if ids := q.list("InstanceId"); len(ids) > 0 {
+		if q.has("MaxResults") {
+			return nil, errf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
+		}
+		if candidates, err = s.checkInstanceIDs(ids); err != nil {
+			return nil, err
+		}
+	}
+	now := s.clock.Now()
+	var matched []*instance
+	for _, in := range candidates {
+		ok, err := matchFilters(filters, s.instanceAttrs(in, in.state(now, s.opts)))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			matched = append(matched, in)
+		}
+	}
+	p, err := paginate(q, "DescribeInstances", len(matched), pageLimits{min: 5, max: 1000})
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeInstancesOutput{NextToken: ptrIfSet(p.next), Reservations: []ec2types.Reservation{}}
+	for _, in := range matched[p.start:p.end] {
+		n := len(out.Reservations)
+		if n == 0 || aws.ToString(out.Reservations[n-1].ReservationId) != in.reservationID {
+			out.Reservations = append(out.Reservations, ec2types.Reservation{
+				ReservationId: aws.String(in.reservationID),
+				OwnerId:       aws.String(s.opts.AccountID),
+				Groups:        []ec2types.GroupIdentifier{},
+			})
+			n++
+		}
+		r := &out.Reservations[n-1]
+		r.Instances = append(r.Instances, s.sdkInstance(in, now))
+	}
+	return out, nil
+}
+
+// TerminateInstances: InstanceId.N. Unknown IDs fail the whole request, as in EC2.
+func (s *Sim) terminateInstances(q query) (any, error) {
+	ids := q.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, missing("InstanceId")
+	}
+	if len(ids) > 1000 {
+		return nil, errf("InvalidParameterValue", "At most 1000 instance IDs may be given")
+	}
+	targets, err := s.checkInstanceIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	out := &ec2.TerminateInstancesOutput{}
+	for _, in := range targets {
+		prev := in.state(now, s.opts)
+		if in.terminating.IsZero() {
+			in.terminating = now
+		}
+		cur := in.state(now, s.opts)
+		out.TerminatingInstances = append(out.TerminatingInstances, ec2types.InstanceStateChange{
+			InstanceId:    aws.String(in.id),
+			PreviousState: &ec2types.InstanceState{Code: aws.Int32(stateCodes[prev]), Name: ec2types.InstanceStateName(prev)},
+			CurrentState:  &ec2types.InstanceState{Code: aws.Int32(stateCodes[cur]), Name: ec2types.InstanceStateName(cur)},
+		})
+	}
+	s.sweep()
+	return out, nil
+}
+
+// createTagsResult is CreateTags' answer: <return>true</return>.
+type createTagsResult struct {
+	Return *bool
+}
+
+// CreateTags: ResourceId.N, Tag.N.Key/Value. Resources are instances, subnets, security groups,
+// launch templates and images.
+func (s *Sim) createTags(q query) (any, error) {
+	ids := q.list("ResourceId")
+	if len(ids) == 0 {
+		return nil, missing("ResourceId")
+	}
+	tags, err := q.tags("Tag")
+	if err != nil {
+		return nil, err
+	}
+	if len(tags) == 0 {
+		return nil, missing("Tag")
+	}
+	var targets []map[string]string
+	for _, id := range ids {
+		prefix, _, _ := strings.Cut(id, "-")
+		switch prefix {
+		case "i":
+			ins, err := s.checkInstanceIDs([]string{id})
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, ins[0].tags)
+		case "subnet":
+			sn, ok := s.subnetByID[id]
+			if !ok {
+				return nil, errf("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
+			}
+			targets = append(targets, sn.tags)
+		case "sg":
+			g := s.groupByID(id)
+			if g == nil {
+				return nil, errf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+			}
+			targets = append(targets, g.tags)
+		case "lt":
+			lt, err := s.findTemplate(id, "")
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, lt.tags)
+		case "ami":
+			im, ok := s.imageByID[id]
+			if !ok {
+				return nil, errf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
+			}
+			targets = append(targets, im.tags)
+		default:
+			return nil, errf("InvalidID", "The ID '%s' is not valid", id)
+		}
+	}
+	for _, t := range targets {
+		for k, v := range tags {
+			t[k] = v
+		}
+	}
+	return &createTagsResult{Return: aws.Bool(true)}, nil
+}
