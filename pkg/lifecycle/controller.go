@@ -217,18 +217,18 @@ func (c *Controller) sweep(ctx context.Context) {
 			}
 		case v1alpha1.ClaimLaunched:
 			if _, ok := running[cl.Status.InstanceID]; !ok && cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > time.Minute {
-				c.remove(ctx, cl, "its instance is gone before its node registered")
+				c.remove(ctx, cl, "its instance is gone before its node registered", true)
 			} else if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
-				c.remove(ctx, cl, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration))
+				c.remove(ctx, cl, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration), true)
 			}
 		case v1alpha1.ClaimRegistered:
 			if _, ok := running[cl.Status.InstanceID]; !ok {
 				if _, err := c.Nodes.Get(cl.Status.NodeName); apierrors.IsNotFound(err) {
-					c.remove(ctx, cl, "its instance and node are gone")
+					c.remove(ctx, cl, "its instance and node are gone", true)
 				}
 			}
 		case v1alpha1.ClaimFailed:
-			c.remove(ctx, cl, "its launch failed: "+cl.Status.Message)
+			c.remove(ctx, cl, "its launch failed: "+cl.Status.Message, false)
 		}
 	}
 	for _, in := range live {
@@ -246,8 +246,9 @@ func (c *Controller) sweep(ctx context.Context) {
 	}
 }
 
-// remove terminates a claim's instance, deletes the claim and re-plans its pods.
-func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string) {
+// remove terminates a claim's instance, deletes the claim and, if replan, asks the scheduler to
+// plan its pods again (a failed launch has already done so).
+func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string, replan bool) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Removing claim", "claim", cl.Name, "instance", cl.Status.InstanceID, "reason", why)
 	if cl.Status.InstanceID != "" {
@@ -261,6 +262,9 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string)
 		return
 	}
 	c.Ledger.DropClaim(cl.Name)
+	if !replan {
+		return
+	}
 	var pods []*corev1.Pod
 	for _, ref := range cl.Spec.Pods {
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})

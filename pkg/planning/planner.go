@@ -202,7 +202,7 @@ func (pl *Planner) finish(n *plannedNode) *PlannedNode {
 		if len(alts) == max {
 			break
 		}
-		if !common[ti] || t.Pool != chosen.Pool || t.Offering.Zone != chosen.Offering.Zone || t.Offering.CapacityType != chosen.Offering.CapacityType {
+		if !common[ti] || !launchableTogether(t, chosen) {
 			continue
 		}
 		if insufficient(t.Allocatable, nil, len(n.pods)-1, n.requests) != "" {
@@ -214,6 +214,13 @@ func (pl *Planner) finish(n *plannedNode) *PlannedNode {
 		alts = []*Template{chosen}
 	}
 	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: n.requests}
+}
+
+// launchableTogether says whether two templates can be alternatives of one launch: same pool,
+// zone and capacity type, and one image for both (same architecture, same GPU-ness).
+func launchableTogether(a, b *Template) bool {
+	return a.Pool == b.Pool && a.Offering.Zone == b.Offering.Zone && a.Offering.CapacityType == b.Offering.CapacityType &&
+		a.Type.Arch == b.Type.Arch && (a.Type.GPUCount > 0) == (b.Type.GPUCount > 0)
 }
 
 type plannedNode struct {

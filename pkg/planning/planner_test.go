@@ -112,6 +112,11 @@ func TestPlan(t *testing.T) {
 				if n.Alternatives[0] != n.Template {
 					t.Errorf("alternatives must start with the chosen template")
 				}
+				for _, alt := range n.Alternatives {
+					if alt.Type.Arch != n.Template.Type.Arch || alt.Offering.Zone != n.Template.Offering.Zone {
+						t.Errorf("alternative %s cannot share a launch with %s", alt.Key(), n.Template.Key())
+					}
+				}
 				if r := insufficient(n.Template.Allocatable, nil, len(n.Pods)-1, n.Requests); r != "" {
 					t.Errorf("node %s over-packed: %s", n.Name, r)
 				}

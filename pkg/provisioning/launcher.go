@@ -20,8 +20,21 @@ import (
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
-// networkTTL is how long subnet and security-group lookups are reused.
-const networkTTL = time.Minute
+const (
+	// networkTTL is how long subnet and security-group lookups are reused.
+	networkTTL = time.Minute
+	// unavailableFor is how long an offering that reported no capacity is left out of plans.
+	unavailableFor = 3 * time.Minute
+	// retryAfterFailure is how long pods of a launch that failed for another reason (an API or
+	// configuration error) wait before they are planned again, so a persistent error is not a
+	// hot loop.
+	retryAfterFailure = 30 * time.Second
+)
+
+type offeringKey struct {
+	instanceType, zone string
+	capacityType       cloud.CapacityType
+}
 
 // Launcher records planned nodes as claims and launches them. Every launch of a claim uses the
 // claim's UID as the EC2 client token, so launching a claim again (after a crash, or a retry)
@@ -29,9 +42,10 @@ const networkTTL = time.Minute
 type Launcher struct {
 	Options
 
-	mu       sync.Mutex
-	network  map[string]poolNetwork
-	inflight map[string]bool
+	mu          sync.Mutex
+	network     map[string]poolNetwork
+	inflight    map[string]bool
+	unavailable map[offeringKey]time.Time
 }
 
 type poolNetwork struct {
@@ -42,7 +56,7 @@ type poolNetwork struct {
 
 // NewLauncher builds a Launcher.
 func NewLauncher(o Options) *Launcher {
-	return &Launcher{Options: o, network: map[string]poolNetwork{}, inflight: map[string]bool{}}
+	return &Launcher{Options: o, network: map[string]poolNetwork{}, inflight: map[string]bool{}, unavailable: map[offeringKey]time.Time{}}
 }
 
 // Templates lists what every pool can launch now.
@@ -51,6 +65,7 @@ func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) 
 	if err != nil {
 		return nil, err
 	}
+	its = l.available(its)
 	zones := map[string][]string{}
 	for i := range l.Args.Pools {
 		pool := &l.Args.Pools[i]
@@ -72,6 +87,40 @@ func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) 
 		sort.Strings(zones[pool.Name])
 	}
 	return planning.Templates(l.Args.Pools, its, zones)
+}
+
+// available drops the offerings that recently reported no capacity.
+func (l *Launcher) available(its []cloud.InstanceType) []cloud.InstanceType {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for k, until := range l.unavailable {
+		if now.After(until) {
+			delete(l.unavailable, k)
+		}
+	}
+	if len(l.unavailable) == 0 {
+		return its
+	}
+	out := make([]cloud.InstanceType, len(its))
+	for i, it := range its {
+		out[i] = it
+		out[i].Offerings = nil
+		for _, o := range it.Offerings {
+			if _, gone := l.unavailable[offeringKey{it.Name, o.Zone, o.CapacityType}]; !gone {
+				out[i].Offerings = append(out[i].Offerings, o)
+			}
+		}
+	}
+	return out
+}
+
+func (l *Launcher) markUnavailable(ct cloud.CapacityType, errs []cloud.OfferingError) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range errs {
+		l.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = time.Now().Add(unavailableFor)
+	}
 }
 
 func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetwork, error) {
@@ -146,11 +195,18 @@ func (l *Launcher) Launch(ctx context.Context, c *v1alpha1.Claim) {
 		delete(l.inflight, c.Name)
 		l.mu.Unlock()
 	}()
-	inst, price, err := l.launch(ctx, c)
+	inst, price, offeringErrs, err := l.launch(ctx, c)
+	l.markUnavailable(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
 	pods := l.claimPods(c)
 	if err != nil {
-		logger.Info("Launch failed; pods will be planned again", "err", err)
-		l.fail(ctx, c, err.Error())
+		// Offerings without capacity are now left out, so the pods can be planned again at once
+		// on the next offering; any other failure waits a little.
+		delay := retryAfterFailure
+		if len(offeringErrs) > 0 {
+			delay = 0
+		}
+		logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
+		l.fail(ctx, c, err.Error(), delay)
 		for _, p := range pods {
 			l.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", c.Name, err)
 		}
@@ -178,14 +234,14 @@ func (l *Launcher) Launch(ctx context.Context, c *v1alpha1.Claim) {
 	l.Activate(pods)
 }
 
-func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instance, float64, error) {
+func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instance, float64, []cloud.OfferingError, error) {
 	pool := l.pool(c.Spec.Pool)
 	if pool == nil {
-		return nil, 0, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
+		return nil, 0, nil, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
 	}
 	nw, err := l.poolNetwork(ctx, pool)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	var overrides []cloud.Override
 	for _, it := range c.Spec.InstanceTypes {
@@ -196,7 +252,7 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		}
 	}
 	if len(overrides) == 0 {
-		return nil, 0, fmt.Errorf("pool %s has no subnet in %s", pool.Name, c.Spec.Zone)
+		return nil, 0, nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, c.Spec.Zone)
 	}
 	res, err := l.Cloud.Launch(ctx, cloud.LaunchRequest{
 		ClientToken:      string(c.UID),
@@ -210,16 +266,16 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		Tags:             Tags(l.Args.ClusterName, pool.Name, c.Name),
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if res.Instance == nil {
 		msgs := make([]string, 0, len(res.Errors))
 		for _, e := range res.Errors {
 			msgs = append(msgs, e.Error())
 		}
-		return nil, 0, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
+		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
 	}
-	return res.Instance, l.price(ctx, res.Instance), nil
+	return res.Instance, l.price(ctx, res.Instance), res.Errors, nil
 }
 
 func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
@@ -240,15 +296,15 @@ func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
 	return 0
 }
 
-// fail records a failed claim, releases its pods and asks the scheduler to retry them.
-func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string) {
+// fail records a failed claim, releases its pods and asks the scheduler to retry them after delay.
+func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, delay time.Duration) {
 	c = c.DeepCopy()
 	c.Status.Phase, c.Status.Message = v1alpha1.ClaimFailed, msg
 	if _, err := l.Claims.UpdateStatus(ctx, c); err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot mark claim failed", "claim", c.Name, "err", err)
 	}
 	l.Ledger.DropClaim(c.Name)
-	l.Activate(l.claimPods(c))
+	time.AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
 }
 
 func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {

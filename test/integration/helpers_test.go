@@ -20,7 +20,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
-const waitTimeout = 90 * time.Second
+const waitTimeout = 60 * time.Second
 
 // newNamespace gives a test its own namespace and, when it ends, a clean cluster: its pods
 // gone, every launched instance terminated, every claim and launched node removed.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -33,7 +32,6 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	klog.InitFlags(nil)
 	flag.Parse()
 	os.Exit(run(m))
 }

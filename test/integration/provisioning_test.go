@@ -181,8 +181,12 @@ func TestTooBigPodIsExplained(t *testing.T) {
 	if got := world.Sim.Calls("CreateFleet") - fleets; got != 0 {
 		t.Errorf("CreateFleet called %d times for an unservable pod", got)
 	}
-	if cls := listClaims(t); len(cls) != 0 {
-		t.Errorf("%d claims for an unservable pod", len(cls))
+	for _, c := range listClaims(t) {
+		for _, p := range c.Spec.Pods {
+			if p.Namespace == ns {
+				t.Errorf("claim %s planned for the unservable pod", c.Name)
+			}
+		}
 	}
 }
 

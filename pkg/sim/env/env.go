@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -100,11 +103,38 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 		e.Stop()
 		return nil, err
 	}
+	if err := e.addSystemNode(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
 	agentCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	agent := &nodeagent.Agent{Cloud: e.Cloud, Client: e.Client, ClusterName: o.ClusterName, Region: o.Region}
 	go agent.Run(agentCtx)
 	e.stops = append(e.stops, cancel)
 	return e, nil
+}
+
+// SystemNodeName is the node that stands for the managed node group Tailor itself runs on.
+const SystemNodeName = "system-0"
+
+// addSystemNode registers the cluster's one static node, as an EKS managed node group would: it
+// is where Tailor and cluster add-ons run, it is tainted for critical add-ons only, and Tailor
+// does not own it. (kube-scheduler does not run PostFilter at all in a cluster with no node, so
+// Tailor, like Karpenter, needs the node it runs on.)
+func (e *Environment) addSystemNode(ctx context.Context) error {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: SystemNodeName,
+			Labels: map[string]string{corev1.LabelHostname: SystemNodeName, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+				corev1.LabelTopologyZone: e.Region + "a", "eks.amazonaws.com/nodegroup": "system"},
+			Annotations: map[string]string{nodeagent.KwokAnnotation: nodeagent.KwokValue},
+		},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl},
+	}
+	_, err := e.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	return err
 }
 
 // AWSEnv is the environment an AWS SDK client needs to talk to the simulator.

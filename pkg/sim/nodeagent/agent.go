@@ -26,6 +26,9 @@ import (
 const (
 	KwokAnnotation = "kwok.x-k8s.io/node"
 	KwokValue      = "fake"
+	// RegisteredByAnnotation marks the Nodes the agent registered; it deletes no other Node.
+	RegisteredByAnnotation = "sim.tailor.dev/registered-by"
+	registeredByValue      = "nodeagent"
 )
 
 // Agent registers and deregisters Nodes for simulated instances.
@@ -96,7 +99,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 		klog.FromContext(ctx).V(2).Info("Node registered", "node", node.Name, "instance", in.ID, "type", in.Type)
 	}
 	for name, n := range existing {
-		if n.Annotations[KwokAnnotation] != KwokValue || running[name] {
+		if n.Annotations[RegisteredByAnnotation] != registeredByValue || running[name] {
 			continue
 		}
 		if err := a.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -122,7 +125,7 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        in.PrivateDNSName,
 			Labels:      labels,
-			Annotations: map[string]string{KwokAnnotation: KwokValue},
+			Annotations: map[string]string{KwokAnnotation: KwokValue, RegisteredByAnnotation: registeredByValue},
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: in.ProviderID(),
