@@ -15,10 +15,16 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/test/utils/ktesting"
 
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
+
+func init() {
+	// The API server's test harness, linked in for the control plane, turns klog up to -v=5.
+	ktesting.SetDefaultVerbosity(1)
+}
 
 func main() {
 	var (
@@ -29,7 +35,6 @@ func main() {
 		noSample     = flag.Bool("no-sample", false, "start everything but apply no sample workload")
 		timeout      = flag.Duration("timeout", 8*time.Minute, "with --until-settled, how long to wait")
 	)
-	klog.InitFlags(nil)
 	flag.Parse()
 	if err := run(*scheduler, *kwok, *dir, *untilSettled, *noSample, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
@@ -48,6 +53,18 @@ func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeo
 		dir = d
 		defer os.RemoveAll(d)
 	}
+	// The control plane's own logs go to a file; the terminal shows the live view.
+	logFile, err := os.Create(filepath.Join(dir, "sandbox.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	_ = klogFlags.Set("logtostderr", "false")
+	_ = klogFlags.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(logFile)
+	defer klog.Flush()
 	tb := &controlplane.ProcessTB{Dir: dir}
 	defer tb.RunCleanups()
 
@@ -58,7 +75,7 @@ func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeo
 	}
 	defer e.Stop()
 	fmt.Printf("Control plane up. Use it while the sandbox runs:\n  export KUBECONFIG=%s\n  kubectl get claims,nodes,pods -A\n", e.CP.Kubeconfig)
-	fmt.Printf("EC2 simulator: %s\n", e.SimURL)
+	fmt.Printf("EC2 simulator: %s   logs: %s\n", e.SimURL, dir)
 
 	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, nil)
 	if err != nil {

@@ -120,6 +120,7 @@ func startEtcd(dir string) (string, func(), error) {
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = zapcore.ErrorLevel.String()
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return "", nil, fmt.Errorf("starting etcd: %w", err)
