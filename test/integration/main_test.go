@@ -49,14 +49,16 @@ func run(m *testing.M) int {
 	if kwok == "" {
 		kwok, _ = filepath.Abs("../../bin/kwok")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	world, err = env.Start(ctx, env.Options{Dir: dir, ClusterName: clusterName, KwokPath: kwok, TB: tb})
+	world, err = env.Start(context.Background(), env.Options{Dir: dir, ClusterName: clusterName, KwokPath: kwok, TB: tb})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the environment:", err)
 		return 1
 	}
 	defer world.Stop()
+	// The scheduler stops before the control plane, or the API server waits a minute for its
+	// watches to end.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	path, err := world.WriteSchedulerConfig("scheduler.yaml", false, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
