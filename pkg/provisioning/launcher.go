@@ -42,6 +42,8 @@ type offeringKey struct {
 type Launcher struct {
 	Options
 
+	limits poolLimits
+
 	mu          sync.Mutex
 	network     map[string]poolNetwork
 	inflight    map[string]bool
@@ -167,12 +169,23 @@ func (l *Launcher) LaunchPlanned(ctx context.Context, n *planning.PlannedNode) {
 		claim.Spec.Pods = append(claim.Spec.Pods, v1alpha1.PodRef{Namespace: p.Pod.Namespace, Name: p.Pod.Name, UID: string(p.Pod.UID)})
 		uids = append(uids, p.Pod.UID)
 	}
-	created, err := l.Claims.Create(ctx, claim)
-	if err != nil {
-		logger.Error(err, "Cannot record claim; pods will be retried", "pool", t.Pool.Name)
-		for _, p := range n.Pods {
-			l.Recorder.Eventf(p.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "cannot record a claim: %v", err)
+	var created *v1alpha1.Claim
+	_, err := l.limits.admit(ctx, l, t.Pool, claim.Spec.InstanceTypes, func() (string, error) {
+		var err error
+		created, err = l.Claims.Create(ctx, claim)
+		if err != nil {
+			return "", err
 		}
+		return created.Name, nil
+	})
+	if err != nil {
+		logger.Info("No launch; pods will be retried", "pool", t.Pool.Name, "err", err, "after", retryAfterFailure)
+		pods := make([]*corev1.Pod, 0, len(n.Pods))
+		for _, p := range n.Pods {
+			l.Recorder.Eventf(p.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "no launch: %v", err)
+			pods = append(pods, p.Pod)
+		}
+		time.AfterFunc(retryAfterFailure, func() { l.Activate(pods) })
 		return
 	}
 	l.Ledger.Add(created.Name, "", uids)

@@ -1,0 +1,58 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// catalogOnly serves a fixed catalog; the limit check asks nothing else of the cloud.
+type catalogOnly struct{ cloud.Provider }
+
+func (catalogOnly) InstanceTypes(context.Context) ([]cloud.InstanceType, error) {
+	return []cloud.InstanceType{
+		{Name: "m5.xlarge", VCPUs: 4, MemoryMiB: 16384},
+		{Name: "m5.2xlarge", VCPUs: 8, MemoryMiB: 32768},
+	}, nil
+}
+
+func TestPoolLimitsAdmitUntilFull(t *testing.T) {
+	// An unstarted store lists no claims: usage comes only from what admit itself recorded.
+	store, err := claims.NewStore(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Launcher{Options: Options{Cloud: catalogOnly{}, Claims: store}}
+	pool := &config.Pool{Name: "p", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}}
+	n := 0
+	create := func() (string, error) { n++; return fmt.Sprintf("c%d", n), nil }
+
+	// 8 + 4 + 4 = 16 cpu fit; the next node does not.
+	for _, types := range [][]string{{"m5.xlarge", "m5.2xlarge"}, {"m5.xlarge"}, {"m5.xlarge"}} {
+		if _, err := l.limits.admit(context.Background(), l, pool, types, create); err != nil {
+			t.Fatalf("admit %v: %v", types, err)
+		}
+	}
+	_, err = l.limits.admit(context.Background(), l, pool, []string{"m5.xlarge"}, create)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Resource != corev1.ResourceCPU {
+		t.Fatalf("want a cpu LimitError, got %v", err)
+	}
+	if n != 3 {
+		t.Errorf("created %d claims, want 3", n)
+	}
+
+	// A pool without limits admits anything.
+	if _, err := l.limits.admit(context.Background(), l, &config.Pool{Name: "free"}, []string{"m5.2xlarge"}, create); err != nil {
+		t.Errorf("unlimited pool refused: %v", err)
+	}
+}
