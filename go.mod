@@ -20,6 +20,7 @@ require (
 	k8s.io/component-helpers v0.34.7
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kube-scheduler v0.34.7
+	k8s.io/kubelet v0.34.7
 	k8s.io/kubernetes v1.34.7
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 	sigs.k8s.io/scheduler-plugins v0.34.7
@@ -182,7 +183,6 @@ require (
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kubectl v0.0.0 // indirect
-	k8s.io/kubelet v0.34.7 // indirect
 	k8s.io/metrics v0.34.7 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect

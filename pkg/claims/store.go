@@ -111,6 +111,15 @@ func (s *Store) ByInstanceID(id string) (*v1alpha1.Claim, bool) {
 	return c, err == nil
 }
 
+// Fetch reads a claim from the API server, bypassing the cache.
+func (s *Store) Fetch(ctx context.Context, name string) (*v1alpha1.Claim, error) {
+	u, err := s.client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return FromUnstructured(u)
+}
+
 // Create writes a new claim (its status is ignored by the API server; set it with UpdateStatus).
 func (s *Store) Create(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
 	u, err := toUnstructured(c)

@@ -30,7 +30,8 @@ func New() *Ledger {
 	return &Ledger{pods: map[types.UID]Reservation{}, claims: map[string]map[types.UID]bool{}, consumed: map[types.UID]Reservation{}}
 }
 
-// Add records pods as planned onto claim (replacing any earlier reservation of theirs).
+// Add records pods as planned onto claim (replacing any earlier reservation of theirs). Pods the
+// scheduler has already reserved a node for are left alone.
 func (l *Ledger) Add(claim, nodeName string, pods []types.UID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -40,6 +41,9 @@ func (l *Ledger) Add(claim, nodeName string, pods []types.UID) {
 		l.claims[claim] = set
 	}
 	for _, uid := range pods {
+		if _, taken := l.consumed[uid]; taken {
+			continue
+		}
 		l.removeLocked(uid)
 		l.pods[uid] = Reservation{Claim: claim, NodeName: nodeName}
 		set[uid] = true

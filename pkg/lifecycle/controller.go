@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
@@ -97,7 +99,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for _, cl := range c.Claims.List() {
 		if cl.Status.Phase == "" || cl.Status.Phase == v1alpha1.ClaimPending {
 			logger.Info("Resuming interrupted launch", "claim", cl.Name)
-			go c.Launcher.Launch(ctx, cl)
+			c.Launcher.LaunchAsync(ctx, cl)
 		}
 	}
 	for i := 0; i < 2; i++ {
@@ -152,6 +154,17 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if pool == nil {
 		return fmt.Errorf("claim %s names pool %q, which is not configured", cl.Name, cl.Spec.Pool)
 	}
+	// The planner matched pods against the instance labels of the type; the node must carry them.
+	its, err := c.Cloud.InstanceTypes(ctx)
+	if err != nil {
+		return err
+	}
+	var typeLabels map[string]string
+	for i := range its {
+		if its[i].Name == cl.Status.InstanceType {
+			typeLabels = catalog.Labels(&its[i])
+		}
+	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -160,6 +173,11 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		n = n.DeepCopy()
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
+		}
+		for k, v := range typeLabels {
+			if _, set := n.Labels[k]; !set {
+				n.Labels[k] = v
+			}
 		}
 		for k, v := range provisioning.NodeLabels(pool, cl.Spec.CapacityType) {
 			n.Labels[k] = v
@@ -189,6 +207,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
 		return err
 	}
+	c.Ledger.SetNodeName(cl.Name, node.Name)
 	klog.FromContext(ctx).Info("Registered", "node", node.Name, "claim", cl.Name, "instance", cl.Status.InstanceID)
 	c.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Registered", "Registration", "matched to claim %s (%s, pool %s)", cl.Name, cl.Status.InstanceType, cl.Spec.Pool)
 	return nil
@@ -213,22 +232,22 @@ func (c *Controller) sweep(ctx context.Context) {
 		case "", v1alpha1.ClaimPending:
 			if !c.Launcher.InFlight(cl.Name) && now.Sub(cl.CreationTimestamp.Time) > resumeAfter {
 				logger.Info("Resuming stuck launch", "claim", cl.Name)
-				go c.Launcher.Launch(ctx, cl)
+				c.Launcher.LaunchAsync(ctx, cl)
 			}
 		case v1alpha1.ClaimLaunched:
 			if _, ok := running[cl.Status.InstanceID]; !ok && cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > time.Minute {
-				c.remove(ctx, cl, "its instance is gone before its node registered", true)
+				c.remove(ctx, cl, running, "its instance is gone before its node registered", true)
 			} else if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
-				c.remove(ctx, cl, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration), true)
+				c.remove(ctx, cl, running, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration), true)
 			}
 		case v1alpha1.ClaimRegistered:
 			if _, ok := running[cl.Status.InstanceID]; !ok {
 				if _, err := c.Nodes.Get(cl.Status.NodeName); apierrors.IsNotFound(err) {
-					c.remove(ctx, cl, "its instance and node are gone", true)
+					c.remove(ctx, cl, running, "its instance and node are gone", true)
 				}
 			}
 		case v1alpha1.ClaimFailed:
-			c.remove(ctx, cl, "its launch failed: "+cl.Status.Message, false)
+			c.remove(ctx, cl, running, "its launch failed: "+cl.Status.Message, false)
 		}
 	}
 	for _, in := range live {
@@ -239,6 +258,10 @@ func (c *Controller) sweep(ctx context.Context) {
 		if _, ok := c.Claims.Get(name); ok {
 			continue
 		}
+		// The cache may lag a claim created a moment ago: ask the API server before terminating.
+		if _, err := c.Claims.Fetch(ctx, name); !apierrors.IsNotFound(err) {
+			continue
+		}
 		logger.Info("Terminating orphaned instance", "instance", in.ID, "claim", name)
 		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
 			logger.Error(err, "Cannot terminate orphan", "instance", in.ID)
@@ -247,13 +270,14 @@ func (c *Controller) sweep(ctx context.Context) {
 }
 
 // remove terminates a claim's instance, deletes the claim and, if replan, asks the scheduler to
-// plan its pods again (a failed launch has already done so).
-func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string, replan bool) {
+// plan its pods again (a failed launch has already done so). running holds the cluster's live
+// instances: an instance is terminated only if its own tags name this claim.
+func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, why string, replan bool) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Removing claim", "claim", cl.Name, "instance", cl.Status.InstanceID, "reason", why)
-	if cl.Status.InstanceID != "" {
-		if err := c.Cloud.Terminate(ctx, cl.Status.InstanceID); err != nil {
-			logger.Error(err, "Cannot terminate; will retry", "instance", cl.Status.InstanceID)
+	if in, ok := running[cl.Status.InstanceID]; ok && in.Tags[v1alpha1.TagClaim] == cl.Name {
+		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
+			logger.Error(err, "Cannot terminate; will retry", "instance", in.ID)
 			return
 		}
 	}
@@ -267,7 +291,7 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, why string,
 	}
 	var pods []*corev1.Pod
 	for _, ref := range cl.Spec.Pods {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}})
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
 	}
 	c.Activate(pods)
 }

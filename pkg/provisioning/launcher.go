@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/config"
@@ -140,6 +142,9 @@ func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetw
 	if err != nil {
 		return nw, fmt.Errorf("pool %s: security groups: %w", pool.Name, err)
 	}
+	// Sorted, so a retried launch sends the same request and EC2's idempotency holds.
+	sort.Slice(subnets, func(i, j int) bool { return subnets[i].ID < subnets[j].ID })
+	sort.Strings(groups)
 	nw = poolNetwork{subnets: subnets, groups: groups, at: time.Now()}
 	l.mu.Lock()
 	l.network[pool.Name] = nw
@@ -192,22 +197,45 @@ func (l *Launcher) LaunchPlanned(ctx context.Context, n *planning.PlannedNode) {
 	l.Launch(ctx, created)
 }
 
+// launchTimeout bounds one launch, so a hung cloud call cannot stall provisioning.
+const launchTimeout = 2 * time.Minute
+
+// LaunchAsync launches a recorded claim in the background unless a launch of it is already
+// running in this process.
+func (l *Launcher) LaunchAsync(ctx context.Context, c *v1alpha1.Claim) {
+	if !l.begin(c.Name) {
+		return
+	}
+	go l.launchClaim(ctx, c)
+}
+
 // Launch launches a recorded claim and records the result. It is safe to call again for the
 // same claim: the client token makes EC2 return the first launch's instance.
 func (l *Launcher) Launch(ctx context.Context, c *v1alpha1.Claim) {
-	logger := klog.FromContext(ctx).WithValues("claim", c.Name)
-	l.mu.Lock()
-	if l.inflight[c.Name] {
-		l.mu.Unlock()
-		return
+	if l.begin(c.Name) {
+		l.launchClaim(ctx, c)
 	}
-	l.inflight[c.Name] = true
-	l.mu.Unlock()
+}
+
+func (l *Launcher) begin(claim string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[claim] {
+		return false
+	}
+	l.inflight[claim] = true
+	return true
+}
+
+func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
+	logger := klog.FromContext(ctx).WithValues("claim", c.Name)
 	defer func() {
 		l.mu.Lock()
 		delete(l.inflight, c.Name)
 		l.mu.Unlock()
 	}()
+	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
 	inst, price, offeringErrs, err := l.launch(ctx, c)
 	l.markUnavailable(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
 	pods := l.claimPods(c)
@@ -309,15 +337,35 @@ func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
 	return 0
 }
 
-// fail records a failed claim, releases its pods and asks the scheduler to retry them after delay.
+// fail records a failed claim and then releases its pods for planning again after delay. If the
+// failure cannot be recorded the pods stay on the claim: the lifecycle controller resumes a
+// Pending claim with the same client token, so releasing them now could double the launch.
 func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, delay time.Duration) {
-	c = c.DeepCopy()
-	c.Status.Phase, c.Status.Message = v1alpha1.ClaimFailed, msg
-	if _, err := l.Claims.UpdateStatus(ctx, c); err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot mark claim failed", "claim", c.Name, "err", err)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := l.Claims.Fetch(ctx, c.Name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		cur.Status.Phase, cur.Status.Message = v1alpha1.ClaimFailed, msg
+		_, err = l.Claims.UpdateStatus(ctx, cur)
+		return err
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot mark claim failed; it will be resumed", "claim", c.Name)
+		return
 	}
 	l.Ledger.DropClaim(c.Name)
 	time.AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
+}
+
+// Release drops a deleted claim from the ledger and asks the scheduler to plan its waiting pods
+// again.
+func (l *Launcher) Release(c *v1alpha1.Claim) {
+	if len(l.Ledger.DropClaim(c.Name)) > 0 {
+		l.Activate(l.claimPods(c))
+	}
 }
 
 func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {

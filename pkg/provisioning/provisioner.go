@@ -101,12 +101,17 @@ func (p *Provisioner) Run(ctx context.Context) {
 func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	logger := klog.FromContext(ctx)
 	start := time.Now()
-	// A pod may have been placed in the ledger by a concurrent batch; never plan it twice.
+	// A pod may have been placed in the ledger meanwhile, bound, or deleted: plan only pods
+	// that still wait.
 	pods := batch[:0:0]
 	for _, pod := range batch {
-		if _, ok := p.Ledger.Lookup(pod.Pod.UID); !ok {
-			pods = append(pods, pod)
+		if _, ok := p.Ledger.Lookup(pod.Pod.UID); ok {
+			continue
 		}
+		if cur, err := p.Pods.Pods(pod.Pod.Namespace).Get(pod.Pod.Name); err != nil || cur.UID != pod.Pod.UID || cur.Spec.NodeName != "" {
+			continue
+		}
+		pods = append(pods, pod)
 	}
 	if len(pods) == 0 {
 		return

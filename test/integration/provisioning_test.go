@@ -91,22 +91,9 @@ func TestUnschedulablePodGetsCheapestNode(t *testing.T) {
 		}
 	}
 
-	// No type the pool allows, with an on-demand offering cheaper than the launched one, holds
-	// the pod. The pool's rules are read from the shipped example config.
-	types := instanceTypes(t)
-	launched := types[cl.Status.InstanceType]
-	price := onDemandPrice(launched, cl.Status.Zone)
-	sel := generalPoolSelector(t)
-	for _, it := range types {
-		p := onDemandPrice(it, cl.Status.Zone)
-		if p <= 0 || p >= price || !sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: catalog.Labels(it)}}) {
-			continue
-		}
-		alloc := catalog.Allocatable(it)
-		cpu, mem := alloc[corev1.ResourceCPU], alloc[corev1.ResourceMemory]
-		if cpu.Cmp(resource.MustParse("1")) >= 0 && mem.Cmp(resource.MustParse("2Gi")) >= 0 {
-			t.Errorf("launched %s at $%.4f/h, but %s at $%.4f/h holds the pod", launched.Name, price, it.Name, p)
-		}
+	// No type the pool allows holds the pod for less, in any zone.
+	if cheapest, price := cheapestHolder(t, "1", "2Gi"); price < onDemandPrice(instanceTypes(t)[cl.Status.InstanceType]) {
+		t.Errorf("launched %s, but %s at $%.4f/h holds the pod for less", cl.Status.InstanceType, cheapest, price)
 	}
 
 	msg := waitEvent(t, ns, "solo", "Launched")
@@ -166,6 +153,35 @@ func TestBurstIsBatched(t *testing.T) {
 	}
 	if len(cls) != len(nodes) {
 		t.Errorf("%d claims for %d nodes in use", len(cls), len(nodes))
+	}
+	// Every claim's node runs some of the pods, and every pod runs on a claim's node.
+	claimNodes := map[string]bool{}
+	for _, c := range cls {
+		claimNodes[c.Status.NodeName] = true
+		if !nodes[c.Status.NodeName] {
+			t.Errorf("claim %s (node %s) runs none of the pods", c.Name, c.Status.NodeName)
+		}
+	}
+	for _, p := range pods {
+		if !claimNodes[p.Spec.NodeName] {
+			t.Errorf("pod %s runs on %s, which no claim launched", p.Name, p.Spec.NodeName)
+		}
+	}
+}
+
+// When EC2 has no capacity for the cheapest type, the launch falls back to another type and the
+// pod still runs.
+func TestInsufficientCapacityFallsBack(t *testing.T) {
+	ns := newNamespace(t)
+	cheapest, _ := cheapestHolder(t, "1", "2Gi")
+	world.Sim.SetCapacity(cheapest, "", "", 0)
+	t.Cleanup(func() { world.Sim.SetCapacity(cheapest, "", "", -1) })
+
+	createPod(t, ns, "fallback", "1", "2Gi")
+	pods := waitRunning(t, ns, 1)
+	node := getNode(t, pods[0].Spec.NodeName)
+	if got := node.Labels[corev1.LabelInstanceTypeStable]; got == cheapest || got == "" {
+		t.Errorf("pod runs on %q; EC2 had no capacity for %s", got, cheapest)
 	}
 }
 
@@ -237,13 +253,38 @@ func pool(args map[string]any, i int) map[string]any {
 	return args["pools"].([]any)[i].(map[string]any)
 }
 
-func onDemandPrice(it *cloud.InstanceType, zone string) float64 {
+// onDemandPrice is the type's lowest on-demand price in any zone (0 if it has none).
+func onDemandPrice(it *cloud.InstanceType) float64 {
+	best := 0.0
 	for _, o := range it.Offerings {
-		if o.CapacityType == cloud.OnDemand && o.Zone == zone {
-			return o.PricePerHour
+		if o.CapacityType == cloud.OnDemand && (best == 0 || o.PricePerHour < best) {
+			best = o.PricePerHour
 		}
 	}
-	return 0
+	return best
+}
+
+// cheapestHolder is the cheapest on-demand type of the example's general pool whose allocatable
+// holds a pod with these requests, found by brute force over the catalog.
+func cheapestHolder(t *testing.T, cpu, mem string) (string, float64) {
+	t.Helper()
+	sel := generalPoolSelector(t)
+	name, best := "", 0.0
+	for _, it := range instanceTypes(t) {
+		p := onDemandPrice(it)
+		if p <= 0 || (best > 0 && p >= best) || !sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: catalog.Labels(it)}}) {
+			continue
+		}
+		alloc := catalog.Allocatable(it)
+		c, m := alloc[corev1.ResourceCPU], alloc[corev1.ResourceMemory]
+		if c.Cmp(resource.MustParse(cpu)) >= 0 && m.Cmp(resource.MustParse(mem)) >= 0 {
+			name, best = it.Name, p
+		}
+	}
+	if name == "" {
+		t.Fatalf("no type holds %s cpu / %s", cpu, mem)
+	}
+	return name, best
 }
 
 // generalPoolSelector is the example config's general pool requirements, written out here so

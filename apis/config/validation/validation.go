@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -21,6 +23,8 @@ var (
 	zonePattern   = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+[a-z]$`)
 	amiPattern    = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
 	versionRegexp = regexp.MustCompile(`^1\.[0-9]{2}$`)
+	// clusterPattern is EKS's rule for cluster names.
+	clusterPattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 
 	// AMIAliases are the image aliases Tailor resolves through SSM.
 	AMIAliases = sets.New("al2023")
@@ -49,8 +53,8 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	var errs field.ErrorList
 	if args.ClusterName == "" {
 		errs = append(errs, field.Required(path.Child("clusterName"), "the EKS cluster name scopes every tag and name Tailor writes"))
-	} else if msgs := validation.IsDNS1123Subdomain(args.ClusterName); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(path.Child("clusterName"), args.ClusterName, msgs[0]))
+	} else if !clusterPattern.MatchString(args.ClusterName) {
+		errs = append(errs, field.Invalid(path.Child("clusterName"), args.ClusterName, "not an EKS cluster name: letters, digits, - and _, starting with a letter or digit, at most 100 characters"))
 	}
 	if args.Region != "" && !regionPattern.MatchString(args.Region) {
 		errs = append(errs, field.Invalid(path.Child("region"), args.Region, "not an AWS region name such as us-east-1"))
@@ -127,6 +131,8 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 		}
 		if reservedLabelKeys.Has(k) {
 			errs = append(errs, field.Forbidden(lp, "set by Tailor from the instance; constrain it with requirements instead"))
+		} else if kubernetesNamespace(k) && !kubeletapis.IsKubeletLabel(k) {
+			errs = append(errs, field.Forbidden(lp, "the kubelet may not set labels in the kubernetes.io and k8s.io namespaces except its own"))
 		}
 	}
 	errs = append(errs, validateTaints(path.Child("taints"), p.Taints)...)
@@ -140,6 +146,14 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+func kubernetesNamespace(key string) bool {
+	domain, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	return domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io")
 }
 
 func validateRequirement(path *field.Path, r corev1.NodeSelectorRequirement) field.ErrorList {
@@ -199,6 +213,9 @@ func validateTaints(path *field.Path, taints []corev1.Taint) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range taints {
 		tp := path.Index(i)
+		if t.Key == v1alpha1.TaintUnregistered {
+			errs = append(errs, field.Forbidden(tp.Child("key"), "reserved for Tailor's registration"))
+		}
 		for _, msg := range validation.IsQualifiedName(t.Key) {
 			errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))
 		}

@@ -54,6 +54,11 @@ func TestValidateTailorArgs(t *testing.T) {
 		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
 		{name: "bad ami", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "ubuntu" }, want: []string{`args.pools[0].ami: Invalid value: "ubuntu"`}},
 		{name: "reserved label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"tailor.dev/pool": "x"} }, want: []string{"args.pools[0].labels[tailor.dev/pool]: Forbidden"}},
+		{name: "kubelet-restricted label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"team.kubernetes.io/x": "y"} }, want: []string{"args.pools[0].labels[team.kubernetes.io/x]: Forbidden"}},
+		{name: "kubelet's own label namespace is fine", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"node.kubernetes.io/role": "web"} }},
+		{name: "reserved taint", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Key = "tailor.dev/unregistered" }, want: []string{"args.pools[0].taints[0].key: Forbidden"}},
+		{name: "EKS cluster names may have capitals and underscores", mutate: func(a *config.TailorArgs) { a.ClusterName = "Prod_EU" }},
+		{name: "bad cluster name", mutate: func(a *config.TailorArgs) { a.ClusterName = "prod.eu" }, want: []string{`args.clusterName: Invalid value: "prod.eu"`}},
 		{name: "bad taint effect", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Effect = "Sometimes" }, want: []string{"args.pools[0].taints[0].effect: Unsupported value"}},
 		{name: "unsupported limit", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].Limits = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}

@@ -21,9 +21,9 @@ type filterChecker struct {
 func (c *filterChecker) Fits(ctx context.Context, node *corev1.Node, placed []*corev1.Pod) string {
 	ni := framework.NewNodeInfo()
 	ni.SetNode(node)
-	state := c.state
+	// Always a fresh clone: some plugins (DRA) write into the state during Filter.
+	state := c.state.Clone()
 	if len(placed) > 0 {
-		state = c.state.Clone()
 		for _, p := range placed {
 			pi, err := framework.NewPodInfo(p)
 			if err != nil {

@@ -6,6 +6,8 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,11 @@ type Plugin struct {
 	ledger *ledger.Ledger
 	prov   *provisioning.Provisioner
 	ready  atomic.Bool
+
+	// starting holds pods that failed while Tailor was starting; they are activated once it is
+	// ready instead of waiting for the scheduler's periodic flush.
+	startingMu sync.Mutex
+	starting   []*corev1.Pod
 }
 
 var (
@@ -103,6 +110,16 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
 		Recorder: h.EventRecorder(), Activate: activate,
 	}
+	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
+	// which claim, and a claim deleted by anyone releases its pods.
+	launcher := pl.prov.Launcher()
+	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		UpdateFunc: func(_, obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		DeleteFunc: func(obj interface{}) { launcher.Release(obj.(*v1alpha1.Claim)) },
+	}); err != nil {
+		return nil, err
+	}
 	go func() {
 		if err := store.Run(ctx); err != nil {
 			logger.Error(err, "Claims cache did not start")
@@ -111,13 +128,21 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced, nodes.Informer().HasSynced) {
 			return
 		}
-		pl.prov.Launcher().Rebuild(store.List())
+		launcher.Rebuild(store.List())
 		pl.ready.Store(true)
 		logger.Info("Tailor ready", "cluster", args.ClusterName, "pools", len(args.Pools))
+		pl.startingMu.Lock()
+		activate(pl.starting)
+		pl.starting = nil
+		pl.startingMu.Unlock()
 		go pl.prov.Run(ctx)
-		if err := lc.Run(ctx); err != nil {
-			logger.Error(err, "Lifecycle controller stopped")
-		}
+		// Launch resumption, registration and garbage collection act on the cloud: one replica
+		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
+		runLeaderElected(ctx, h, "tailor-controllers", func(ctx context.Context) {
+			if err := lc.Run(ctx); err != nil {
+				logger.Error(err, "Lifecycle controller stopped")
+			}
+		})
 	}()
 	return pl, nil
 }
@@ -136,27 +161,44 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
 			pl.ledger.Forget(pod.UID)
+			pl.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "Replanning", "Provisioning",
+				"node %s of claim %s is ready but no longer holds this pod; planning again", r.NodeName, r.Claim)
 		default:
 			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: r.NodeName, NominatingMode: framework.ModeOverride}},
 				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
 		}
 	}
 	if !pl.ready.Load() {
+		pl.startingMu.Lock()
+		pl.starting = append(pl.starting, pod)
+		pl.startingMu.Unlock()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "Tailor is starting")
 	}
 	pl.prov.Enqueue(planning.NewPod(pod, &filterChecker{handle: pl.handle, state: state.Clone(), pod: pod}))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
 }
 
-// failedOnRegisteredNode tells whether the node exists in the scheduler's snapshot and has
-// finished registering (so this scheduling attempt already tried it).
+// failedOnRegisteredNode tells whether the pod's planned node is up, Ready and free of every
+// taint that marks a node still starting (Tailor's, the pool's startup taints, the node
+// lifecycle's not-ready/uninitialized ones), so this scheduling attempt really tried it and the
+// pod no longer fits there.
 func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(name)
 	if err != nil || ni.Node() == nil {
 		return false
 	}
-	for _, t := range ni.Node().Spec.Taints {
-		if t.Key == v1alpha1.TaintUnregistered {
+	node := ni.Node()
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return false
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == v1alpha1.TaintUnregistered || strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
 			return false
 		}
 		for i := range pl.args.Pools {
