@@ -135,11 +135,11 @@ func (pl *Planner) classify(ctx context.Context, pods []*Pod) []*class {
 			if t.Pool.Weight < bestWeight {
 				continue
 			}
-			if r := insufficient(t.Allocatable, nil, 0, rep.Requests); r != "" {
+			if r := insufficient(t.Available, nil, 0, rep.Requests); r != "" {
 				c.reasons[r]++
 				continue
 			}
-			if r := rep.Check.Fits(ctx, t.Node, nil); r != "" {
+			if r := rep.Check.Fits(ctx, t.Node, t.Daemons); r != "" {
 				c.reasons[r]++
 				continue
 			}
@@ -162,7 +162,7 @@ func (pl *Planner) bestTemplate(c *class, remaining int) int {
 	best, bestCost := -1, math.Inf(1)
 	for _, ti := range c.compatible {
 		t := pl.Templates[ti]
-		k := fitCount(t.Allocatable, c.pods[0].Requests)
+		k := fitCount(t.Available, c.pods[0].Requests)
 		if k > remaining {
 			k = remaining
 		}
@@ -205,7 +205,7 @@ func (pl *Planner) finish(n *plannedNode) *PlannedNode {
 		if !common[ti] || !launchableTogether(t, chosen) {
 			continue
 		}
-		if insufficient(t.Allocatable, nil, len(n.pods)-1, n.requests) != "" {
+		if insufficient(t.Available, nil, len(n.pods)-1, n.requests) != "" {
 			continue
 		}
 		alts = append(alts, t)
@@ -232,25 +232,19 @@ type plannedNode struct {
 }
 
 func (n *plannedNode) tryAdd(ctx context.Context, t *Template, p *Pod) bool {
-	if insufficient(t.Allocatable, n.requests, len(n.pods), p.Requests) != "" {
+	if insufficient(t.Available, n.requests, len(n.pods), p.Requests) != "" {
 		return false
 	}
-	placed := make([]*corev1.Pod, len(n.pods))
-	for i, q := range n.pods {
-		placed[i] = q.Pod
+	placed := make([]*corev1.Pod, 0, len(t.Daemons)+len(n.pods))
+	placed = append(placed, t.Daemons...)
+	for _, q := range n.pods {
+		placed = append(placed, q.Pod)
 	}
 	if p.Check.Fits(context.WithoutCancel(ctx), nodeNamed(t, n.name), placed) != "" {
 		return false
 	}
 	n.pods = append(n.pods, p)
-	if n.requests == nil {
-		n.requests = corev1.ResourceList{}
-	}
-	for name, q := range p.Requests {
-		v := n.requests[name]
-		v.Add(q)
-		n.requests[name] = v
-	}
+	n.requests = addResources(n.requests, p.Requests)
 	return true
 }
 
@@ -318,7 +312,7 @@ func (pl *Planner) explain(c *class) string {
 		var largest resource.Quantity
 		largestType := ""
 		for _, t := range pl.Templates {
-			if a, ok := t.Allocatable[corev1.ResourceName(name)]; ok && a.Cmp(largest) > 0 {
+			if a, ok := t.Available[corev1.ResourceName(name)]; ok && a.Cmp(largest) > 0 {
 				largest, largestType = a.DeepCopy(), t.Type.Name
 			}
 		}
@@ -326,7 +320,7 @@ func (pl *Planner) explain(c *class) string {
 			if largestType == "" {
 				return fmt.Sprintf("requests %s %s; no allowed instance type offers %s", q.String(), name, name)
 			}
-			return fmt.Sprintf("requests %s %s; the largest allowed instance type (%s) has %s allocatable", q.String(), name, largestType, largest.String())
+			return fmt.Sprintf("requests %s %s; the largest allowed instance type (%s) has %s allocatable (after DaemonSets)", q.String(), name, largestType, largest.String())
 		}
 	}
 	type rc struct {

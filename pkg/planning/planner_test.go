@@ -117,7 +117,7 @@ func TestPlan(t *testing.T) {
 						t.Errorf("alternative %s cannot share a launch with %s", alt.Key(), n.Template.Key())
 					}
 				}
-				if r := insufficient(n.Template.Allocatable, nil, len(n.Pods)-1, n.Requests); r != "" {
+				if r := insufficient(n.Template.Available, nil, len(n.Pods)-1, n.Requests); r != "" {
 					t.Errorf("node %s over-packed: %s", n.Name, r)
 				}
 			}
@@ -136,5 +136,31 @@ func TestPoolWeightWins(t *testing.T) {
 	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod("a", "100m", "128Mi", nil)})
 	if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "preferred" {
 		t.Fatalf("want one node in the preferred pool, got %+v", plan.Nodes)
+	}
+}
+
+// DaemonSet pods that land on a template take their share: a pod that fits the bare allocatable
+// of the cheapest type but not beside the daemons goes to a bigger type.
+func TestDaemonOverhead(t *testing.T) {
+	pl := testPlanner(t)
+	daemon := pod("logging", "1", "512Mi", nil)
+	amd64Only := pod("amd64-agent", "500m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})
+	AddDaemons(context.Background(), pl.Templates, []*Pod{daemon, amd64Only})
+	for _, tmpl := range pl.Templates {
+		want := 1
+		if tmpl.Type.Arch == "amd64" {
+			want = 2
+		}
+		if len(tmpl.Daemons) != want {
+			t.Fatalf("%s runs %d daemons, want %d", tmpl.Key(), len(tmpl.Daemons), want)
+		}
+	}
+	plan := pl.Plan(context.Background(), []*Pod{pod("a", "1", "1Gi", nil)})
+	if len(plan.Nodes) != 1 {
+		t.Fatalf("got %d nodes", len(plan.Nodes))
+	}
+	// m6g.large (1930m) cannot hold 1 cpu beside the 1-cpu daemon; m6g.xlarge can.
+	if got := plan.Nodes[0].Template.Type.Name; got != "m6g.xlarge" {
+		t.Errorf("planned %s, want m6g.xlarge", got)
 	}
 }

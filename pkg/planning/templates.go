@@ -4,10 +4,12 @@
 package planning
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -25,6 +27,10 @@ type Template struct {
 	Offering    cloud.Offering
 	Allocatable corev1.ResourceList
 	Node        *corev1.Node
+	// Daemons are the DaemonSet pods that would run on the node; Available is Allocatable less
+	// their requests (and pod slots), which is what the planner packs into.
+	Daemons   []*corev1.Pod
+	Available corev1.ResourceList
 }
 
 // Key names the template for logs and caches.
@@ -66,7 +72,7 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 				if !sel.Match(node) {
 					continue
 				}
-				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Node: node})
+				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Available: alloc, Node: node})
 			}
 		}
 	}
@@ -116,4 +122,50 @@ func nodeNamed(t *Template, name string) *corev1.Node {
 	n.Name = name
 	n.Labels[corev1.LabelHostname] = name
 	return n
+}
+
+// AddDaemons finds, for every template, the DaemonSet pods that would run on such a node (each
+// daemon pod's Checker decides, so the scheduler's own filters say where a DaemonSet lands) and
+// takes their requests out of the template's Available resources.
+func AddDaemons(ctx context.Context, templates []*Template, daemons []*Pod) {
+	if len(daemons) == 0 {
+		return
+	}
+	for _, t := range templates {
+		var used corev1.ResourceList
+		t.Daemons = nil
+		for _, d := range daemons {
+			if d.Check.Fits(ctx, t.Node, nil) != "" {
+				continue
+			}
+			t.Daemons = append(t.Daemons, d.Pod)
+			used = addResources(used, d.Requests)
+		}
+		t.Available = t.Allocatable
+		if len(t.Daemons) == 0 {
+			continue
+		}
+		avail := t.Allocatable.DeepCopy()
+		for name, q := range used {
+			v := avail[name]
+			v.Sub(q)
+			avail[name] = v
+		}
+		pods := avail[corev1.ResourcePods]
+		pods.Sub(*resource.NewQuantity(int64(len(t.Daemons)), resource.DecimalSI))
+		avail[corev1.ResourcePods] = pods
+		t.Available = avail
+	}
+}
+
+func addResources(sum, add corev1.ResourceList) corev1.ResourceList {
+	if sum == nil {
+		sum = corev1.ResourceList{}
+	}
+	for name, q := range add {
+		v := sum[name]
+		v.Add(q)
+		sum[name] = v
+	}
+	return sum
 }

@@ -90,7 +90,14 @@ func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) 
 		}
 		sort.Strings(zones[pool.Name])
 	}
-	return planning.Templates(l.Args.Pools, its, zones)
+	templates, err := planning.Templates(l.Args.Pools, its, zones)
+	if err != nil {
+		return nil, err
+	}
+	if l.Daemons != nil {
+		planning.AddDaemons(ctx, templates, l.Daemons(ctx))
+	}
+	return templates, nil
 }
 
 // available drops the offerings that recently reported no capacity.

@@ -32,6 +32,8 @@ type Options struct {
 	Pods     corelisters.PodLister
 	// Activate moves pods back to the scheduler's active queue.
 	Activate func(pods []*corev1.Pod)
+	// Daemons returns the DaemonSet pods that may run on new nodes, each with its checker.
+	Daemons func(ctx context.Context) []*planning.Pod
 }
 
 // Provisioner owns the batcher and the launches.

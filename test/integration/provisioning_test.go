@@ -185,6 +185,40 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	}
 }
 
+// A DaemonSet's pod counts against the node launched beside it: the node holds both.
+func TestDaemonSetOverheadCounts(t *testing.T) {
+	ns := newNamespace(t)
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "node-agent"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "node-agent"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "node-agent"}},
+				Spec: func() corev1.PodSpec {
+					s := podSpec("1", "1Gi")
+					s.SchedulerName = ""
+					s.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+					return s
+				}(),
+			},
+		},
+	}
+	if _, err := world.Client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the daemon, the cheapest holder of the pod would do; with it, it must not.
+	alone, _ := cheapestHolder(t, "1", "2Gi")
+	// The scheduler's informer sees the DaemonSet well within the batcher's window.
+	createPod(t, ns, "beside-daemon", "1", "2Gi")
+	pods := waitRunning(t, ns, 1)
+	typ := getNode(t, pods[0].Spec.NodeName).Labels[corev1.LabelInstanceTypeStable]
+	alloc := catalog.Allocatable(instanceTypes(t)[typ])
+	cpu, mem := alloc[corev1.ResourceCPU], alloc[corev1.ResourceMemory]
+	if typ == alone || cpu.Cmp(resource.MustParse("2")) < 0 || mem.Cmp(resource.MustParse("3Gi")) < 0 {
+		t.Errorf("launched %s (%s cpu, %s memory), which cannot hold the pod beside the 1 cpu / 1Gi daemon", typ, cpu.String(), mem.String())
+	}
+}
+
 // A pod bigger than every allowed type gets an event that says so, and nothing is launched.
 func TestTooBigPodIsExplained(t *testing.T) {
 	ns := newNamespace(t)

@@ -79,6 +79,9 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	}
 	pods := h.SharedInformerFactory().Core().V1().Pods()
 	nodes := h.SharedInformerFactory().Core().V1().Nodes()
+	daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
+	// Informers must be requested here, before the scheduler starts the factory, or they never run.
+	daemonSets.Informer()
 	pl := &Plugin{handle: h, args: args, ledger: ledger.New()}
 	activate := func(ps []*corev1.Pod) {
 		m := make(map[string]*corev1.Pod, len(ps))
@@ -92,6 +95,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	pl.prov = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
+		Daemons: func(ctx context.Context) []*planning.Pod { return daemonPods(ctx, h, daemonSets.Lister()) },
 	})
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
@@ -125,7 +129,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 			logger.Error(err, "Claims cache did not start")
 			return
 		}
-		if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced, nodes.Informer().HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced, nodes.Informer().HasSynced, daemonSets.Informer().HasSynced) {
 			return
 		}
 		launcher.Rebuild(store.List())
