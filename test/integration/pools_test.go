@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// Pods that tolerate the spot pool's taint go to that pool (its weight is higher) and run on
+// spot; pods that do not tolerate it stay in the general pool on on-demand.
+func TestSpotPoolTaintAndWeight(t *testing.T) {
+	ns := newNamespace(t)
+	createPod(t, ns, "tolerant", "500m", "1Gi", withToleration("tailor.dev/spot", "true"))
+	createPod(t, ns, "plain", "500m", "1Gi")
+	pods := waitRunning(t, ns, 2)
+	for _, p := range pods {
+		node := getNode(t, p.Spec.NodeName)
+		pool, ct := node.Labels[v1alpha1.LabelPool], node.Labels[v1alpha1.LabelCapacityType]
+		switch p.Name {
+		case "tolerant":
+			if pool != "spot" || ct != "spot" || node.Labels["workload-class"] != "interruptible" {
+				t.Errorf("tolerant pod on pool %q capacity %q labels %v, want the spot pool", pool, ct, node.Labels)
+			}
+			if !hasTaint(node, "tailor.dev/spot") {
+				t.Errorf("spot node %s lacks the pool's taint: %v", node.Name, node.Spec.Taints)
+			}
+		case "plain":
+			if pool != "general" || ct != "on-demand" {
+				t.Errorf("plain pod on pool %q capacity %q, want general on-demand", pool, ct)
+			}
+		}
+	}
+}
+
+// Six replicas that may not share a host get six nodes, planned in one batch.
+func TestHostnameAntiAffinity(t *testing.T) {
+	ns := newNamespace(t)
+	spec := podSpec("250m", "256Mi")
+	spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+			TopologyKey:   corev1.LabelHostname,
+		}},
+	}}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spread"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](6),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "spread"}}, Spec: spec},
+		},
+	}
+	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitRunning(t, ns, 6)
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) != 6 {
+		t.Errorf("6 anti-affine pods on %d nodes", len(nodes))
+	}
+	if cls := listClaims(t); len(cls) != 6 {
+		t.Errorf("%d claims for 6 anti-affine pods, want 6 (no extra launch)", len(cls))
+	}
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
