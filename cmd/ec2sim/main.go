@@ -1,9 +1,13 @@
-// Command ec2sim serves the EC2 (and SSM GetParameter) simulator of package ec2sim over HTTP, so
-// Tailor and the AWS CLI can run against a simulated region:
+// Command ec2sim serves the EC2 (and SSM GetParameter and Pricing GetProducts) simulator of
+// package ec2sim over HTTP, so Tailor and the AWS CLI can run against a simulated region:
 //
 //	ec2sim --listen 127.0.0.1:0 --cluster demo
-//	export AWS_ENDPOINT_URL_EC2=<printed URL> AWS_ENDPOINT_URL_SSM=<printed URL> AWS_REGION=us-east-1 \
+//	export AWS_ENDPOINT_URL_EC2=<printed URL> AWS_ENDPOINT_URL_SSM=<printed URL> \
+//	       AWS_ENDPOINT_URL_PRICING=<printed URL> AWS_REGION=us-east-1 \
 //	       AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x AWS_EC2_METADATA_DISABLED=true
+//
+// Without AWS_ENDPOINT_URL_PRICING, Tailor uses its shipped on-demand prices and does not ask the
+// Pricing API.
 package main
 
 import (

@@ -65,8 +65,9 @@ func InstanceTypes() ([]ec2types.InstanceTypeInfo, error) {
 	return slices.Clone(typesData), nil
 }
 
-// OnDemandPrices returns the Linux on-demand price in USD per hour by instance type. The map is a
-// copy the caller may change.
+// OnDemandPrices returns the Linux on-demand price in USD per hour by instance type (us-east-1
+// list prices). The EC2 provider falls back on them when the Pricing API cannot be asked, and the
+// simulator serves them. The map is a copy the caller may change.
 func OnDemandPrices() (map[string]float64, error) {
 	pricesOnce.Do(func() { pricesData, pricesErr = loadPrices() })
 	if pricesErr != nil {

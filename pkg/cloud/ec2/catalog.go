@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -15,37 +14,52 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
-// spotProduct is the product description of Linux spot prices in a VPC.
-const spotProduct = "Linux/UNIX"
-
-// InstanceTypes lists the launchable types of the region with their offerings and prices. The
-// result is cached for Options.CatalogTTL; each call returns a copy.
+// InstanceTypes lists the launchable types of the region with their offerings and prices. Each
+// call returns a copy.
 //
 // A type is listed when it is x86_64 (amd64) or arm64 (Mac types are left out) and has at least
 // one offering. It has an on-demand offering in every zone DescribeInstanceTypeOfferings names
 // for it when its on-demand price is known, and a spot offering there when it supports spot and
-// DescribeSpotPriceHistory has a price for it in the zone (the latest one).
+// DescribeSpotPriceHistory has a price for it in the zone.
+//
+// The types and their zones are cached for Options.CatalogTTL, on-demand prices for
+// Options.OnDemandPriceTTL and spot prices for Options.SpotPriceTTL; whichever is stale is
+// refreshed by the call. A failure to load the types, or the first spot prices, is an error; a
+// failed price refresh keeps the last good prices (see the package documentation).
 func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
 	p.catalogMu.Lock()
 	defer p.catalogMu.Unlock()
-	p.mu.Lock()
-	fresh := p.catalog != nil && p.opts.Now().Sub(p.catalogAt) < p.opts.CatalogTTL
-	p.mu.Unlock()
-	if !fresh {
-		cat, err := p.loadCatalog(ctx)
+	now := p.opts.Now()
+	changed := false
+	if p.types == nil || now.Sub(p.typesAt) >= p.opts.CatalogTTL {
+		types, err := p.loadTypes(ctx)
 		if err != nil {
 			return nil, err
 		}
+		p.types, p.typesAt, changed = types, now, true
+	}
+	if p.onDemand.prices == nil || !now.Before(p.onDemand.next) {
+		if err := p.refreshOnDemandPrices(ctx, now); err != nil {
+			return nil, err
+		}
+		changed = true
+	}
+	if p.spot.prices == nil || !now.Before(p.spot.next) {
+		if err := p.refreshSpotPrices(ctx, now); err != nil {
+			return nil, err
+		}
+		changed = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if changed || p.catalog == nil {
+		cat := p.assembleCatalog()
 		byName := make(map[string]*cloud.InstanceType, len(cat))
 		for i := range cat {
 			byName[cat[i].Name] = &cat[i]
 		}
-		p.mu.Lock()
-		p.catalog, p.byName, p.catalogAt = cat, byName, p.opts.Now()
-		p.mu.Unlock()
+		p.catalog, p.byName = cat, byName
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return copyCatalog(p.catalog), nil
 }
 
@@ -71,7 +85,15 @@ func (p *Provider) instanceType(ctx context.Context, name string) (cloud.Instanc
 	return *it, true, nil
 }
 
-func (p *Provider) loadCatalog(ctx context.Context) ([]cloud.InstanceType, error) {
+// typeEntry is one launchable type without offerings, with the zones that offer it.
+type typeEntry struct {
+	it      cloud.InstanceType
+	zones   []string // sorted, without duplicates
+	canSpot bool
+}
+
+// loadTypes lists the launchable types and their zones, sorted by name.
+func (p *Provider) loadTypes(ctx context.Context) ([]typeEntry, error) {
 	var infos []ec2types.InstanceTypeInfo
 	typesPager := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)})
 	for typesPager.HasMorePages() {
@@ -96,70 +118,49 @@ func (p *Provider) loadCatalog(ctx context.Context) ([]cloud.InstanceType, error
 		}
 	}
 
-	type point struct {
-		price float64
-		at    int64
-	}
-	spot := map[string]map[string]point{} // type → zone → latest price
-	spotPager := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{spotProduct},
-		StartTime:           aws.Time(p.opts.Now()),
-		MaxResults:          aws.Int32(1000),
-	})
-	for spotPager.HasMorePages() {
-		page, err := spotPager.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("ec2: describing spot price history: %w", err)
-		}
-		for _, sp := range page.SpotPriceHistory {
-			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil || price <= 0 {
-				continue
-			}
-			typ, zone, at := string(sp.InstanceType), aws.ToString(sp.AvailabilityZone), aws.ToTime(sp.Timestamp).UnixNano()
-			if spot[typ] == nil {
-				spot[typ] = map[string]point{}
-			}
-			if old, ok := spot[typ][zone]; !ok || at > old.at {
-				spot[typ][zone] = point{price, at}
-			}
-		}
-	}
-
-	onDemand, err := awsdata.OnDemandPrices()
-	if err != nil {
-		return nil, err
-	}
 	enis, err := awsdata.ENILimits()
 	if err != nil {
 		return nil, err
 	}
-
-	var out []cloud.InstanceType
+	out := []typeEntry{}
 	for _, info := range infos {
-		name := string(info.InstanceType)
 		it, ok := convertType(info, enis)
 		if !ok {
 			continue
 		}
-		od, hasOD := onDemand[name]
-		canSpot := slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot)
-		tz := slices.Clone(zones[name])
+		tz := slices.Clone(zones[it.Name])
 		slices.Sort(tz)
-		for _, z := range slices.Compact(tz) {
+		out = append(out, typeEntry{
+			it:      it,
+			zones:   slices.Compact(tz),
+			canSpot: slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot),
+		})
+	}
+	slices.SortFunc(out, func(a, b typeEntry) int { return cmp.Compare(a.it.Name, b.it.Name) })
+	return out, nil
+}
+
+// assembleCatalog joins the types, their zones and the prices into offerings. Callers hold
+// catalogMu.
+func (p *Provider) assembleCatalog() []cloud.InstanceType {
+	var out []cloud.InstanceType
+	for _, e := range p.types {
+		it := e.it
+		it.Offerings = nil
+		od, hasOD := p.onDemand.prices[it.Name]
+		for _, z := range e.zones {
 			if hasOD {
 				it.Offerings = append(it.Offerings, cloud.Offering{Zone: z, CapacityType: cloud.OnDemand, PricePerHour: od})
 			}
-			if sp, ok := spot[name][z]; ok && canSpot {
-				it.Offerings = append(it.Offerings, cloud.Offering{Zone: z, CapacityType: cloud.Spot, PricePerHour: sp.price})
+			if sp, ok := p.spot.prices[it.Name][z]; ok && e.canSpot {
+				it.Offerings = append(it.Offerings, cloud.Offering{Zone: z, CapacityType: cloud.Spot, PricePerHour: sp})
 			}
 		}
 		if len(it.Offerings) > 0 {
 			out = append(out, it)
 		}
 	}
-	slices.SortFunc(out, func(a, b cloud.InstanceType) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
+	return out
 }
 
 // convertType maps an EC2 record to a cloud.InstanceType without offerings; false for types

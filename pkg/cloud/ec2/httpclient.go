@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -48,6 +49,12 @@ func withPlainBodiesEC2(o *ec2.Options) {
 }
 
 func withPlainBodiesSSM(o *ssm.Options) {
+	if o.HTTPClient != nil {
+		o.HTTPClient = plainBodyClient{next: o.HTTPClient}
+	}
+}
+
+func withPlainBodiesPricing(o *pricing.Options) {
 	if o.HTTPClient != nil {
 		o.HTTPClient = plainBodyClient{next: o.HTTPClient}
 	}

@@ -1,14 +1,26 @@
 // Package ec2 implements cloud.Provider on Amazon EC2 with aws-sdk-go-v2.
 //
 // It uses only the SDK's ordinary configuration (config.LoadDefaultConfig), so the usual
-// environment works unchanged, including AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL_SSM to point
-// it at a simulator (pkg/sim/ec2sim), AWS_REGION and static keys. Requests are retried by the
-// SDK's standard retryer; listings use the SDK's paginators.
+// environment works unchanged, including AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL_SSM and
+// AWS_ENDPOINT_URL_PRICING to point it at a simulator (pkg/sim/ec2sim), AWS_REGION and static
+// keys. Requests are retried by the SDK's standard retryer; listings use the SDK's paginators.
 //
-// Instance types come from DescribeInstanceTypes and DescribeInstanceTypeOfferings, spot prices
-// from DescribeSpotPriceHistory and on-demand prices from the table shipped in pkg/awsdata (the
-// us-east-1 list prices; in other regions they rank types correctly but are not exact). Max-pods
+// Instance types come from DescribeInstanceTypes and DescribeInstanceTypeOfferings. Max-pods
 // inputs (ENIs, IPv4 per ENI) come from awsdata's EKS table, falling back to NetworkInfo.
+//
+// Prices: on-demand prices come from the AWS Pricing API (GetProducts for the Linux, shared
+// tenancy, no pre-installed software, capacitystatus=Used products of the cluster's regionCode),
+// which is asked in us-east-1 whatever the cluster's region (cn-northwest-1 for China regions),
+// as it is served from few regions only. When the call fails or lists nothing, the prices are the
+// table shipped in pkg/awsdata (the us-east-1 list prices: exact there, elsewhere they rank types
+// correctly but are not exact), and the reason is logged once. The Pricing API is not asked at
+// all when the EC2 endpoint is overridden and the Pricing endpoint is not: EC2 is then a
+// simulator or a proxy whose prices the real Pricing API does not describe (set
+// AWS_ENDPOINT_URL_PRICING too to ask it). Spot prices are the newest price of every type in
+// every zone from DescribeSpotPriceHistory (Linux/UNIX, StartTime now). On-demand and spot prices
+// refresh on their own TTLs (Options.OnDemandPriceTTL, Options.SpotPriceTTL), independently of the
+// instance type catalog (Options.CatalogTTL); a failed refresh keeps the last good prices and is
+// tried again after a shorter wait. An offering exists only where its price is known.
 //
 // Launch creates (once, then caches) a launch template per distinct image, instance profile,
 // security groups and user data, named tailor-<cluster>-<hash>, and launches with one
@@ -20,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
@@ -31,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/smithy-go"
 
@@ -60,22 +74,42 @@ type Options struct {
 	ClusterEndpoint             string
 	ClusterCertificateAuthority string
 	ClusterCIDR                 string
-	// CatalogTTL is how long InstanceTypes (and resolved image aliases) are cached; default 5m.
+	// CatalogTTL is how long the instance types and the zones offering them (and resolved image
+	// aliases) are cached; default 5m. Prices have their own TTLs.
 	CatalogTTL time.Duration
+	// OnDemandPriceTTL is how long on-demand prices are kept before InstanceTypes asks the
+	// Pricing API again; default 12h.
+	OnDemandPriceTTL time.Duration
+	// SpotPriceTTL is how long spot prices are kept before InstanceTypes asks
+	// DescribeSpotPriceHistory again; default 5m.
+	SpotPriceTTL time.Duration
+	// Logger receives the few records the provider logs (where on-demand prices come from, failed
+	// price refreshes); default slog.Default().
+	Logger *slog.Logger
 	// Now is the clock for the caches; default time.Now.
 	Now func() time.Time
 }
 
 // Provider is the EC2 cloud.Provider. It is safe for concurrent use.
 type Provider struct {
-	opts Options
-	ec2  *ec2.Client
-	ssm  *ssm.Client
+	opts    Options
+	region  string
+	log     *slog.Logger
+	ec2     *ec2.Client
+	ssm     *ssm.Client
+	pricing *pricing.Client // nil when on-demand prices come from the shipped table only
+	// noPricingAPI says why pricing is nil.
+	noPricingAPI string
 
-	catalogMu sync.Mutex // serializes catalog refreshes
+	// catalogMu serializes refreshes and guards the parts of the catalog.
+	catalogMu sync.Mutex
+	types     []typeEntry // nil until loaded
+	typesAt   time.Time
+	onDemand  onDemandPrices
+	spot      spotPrices
+
 	mu        sync.Mutex
-	catalog   []cloud.InstanceType
-	catalogAt time.Time
+	catalog   []cloud.InstanceType // assembled from the parts
 	byName    map[string]*cloud.InstanceType
 	images    map[string]cachedImage // SSM parameter → AMI
 	templates map[string]string      // launch template name → ID
@@ -119,17 +153,34 @@ func NewFromConfig(cfg aws.Config, opts Options) (*Provider, error) {
 	if opts.CatalogTTL <= 0 {
 		opts.CatalogTTL = 5 * time.Minute
 	}
+	if opts.OnDemandPriceTTL <= 0 {
+		opts.OnDemandPriceTTL = 12 * time.Hour
+	}
+	if opts.SpotPriceTTL <= 0 {
+		opts.SpotPriceTTL = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Provider{
+	p := &Provider{
 		opts:      opts,
+		region:    cfg.Region,
+		log:       opts.Logger,
 		ec2:       ec2.NewFromConfig(cfg, withPlainBodiesEC2),
 		ssm:       ssm.NewFromConfig(cfg, withPlainBodiesSSM),
 		images:    map[string]cachedImage{},
 		templates: map[string]string{},
 		zones:     map[string]string{},
-	}, nil
+	}
+	p.pricing = pricing.NewFromConfig(cfg, withPlainBodiesPricing, func(o *pricing.Options) { o.Region = pricingRegion(cfg.Region) })
+	if ep := p.ec2.Options().BaseEndpoint; ep != nil && p.pricing.Options().BaseEndpoint == nil {
+		p.pricing = nil
+		p.noPricingAPI = fmt.Sprintf("the EC2 endpoint is overridden (%s) and the Pricing endpoint is not (set AWS_ENDPOINT_URL_PRICING to use the Pricing API)", *ep)
+	}
+	return p, nil
 }
 
 // apiErrorCode returns the AWS error code of err, or "".

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -420,12 +419,25 @@ func (s *Sim) describeImages(q query) (any, error) {
 var spotProducts = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
 
 // DescribeSpotPriceHistory: InstanceType.N, ProductDescription.N, AvailabilityZone, Filter.N
-// (availability-zone, instance-type, product-description), MaxResults (1–1000, default 1000).
-// StartTime and EndTime are accepted and ignored: prices never change.
+// (availability-zone, instance-type, product-description), StartTime, EndTime, MaxResults
+// (1–1000, default 1000). As in EC2, StartTime returns the price in effect at that time (the
+// newest point at or before it) and every later point; EndTime drops points after it. Points come
+// newest first for each type, zone and product.
 func (s *Sim) describeSpotPriceHistory(q query) (any, error) {
 	filters, err := q.filters()
 	if err != nil {
 		return nil, err
+	}
+	startTime, hasStart, err := q.timestamp("StartTime")
+	if err != nil {
+		return nil, err
+	}
+	endTime, hasEnd, err := q.timestamp("EndTime")
+	if err != nil {
+		return nil, err
+	}
+	if hasStart && hasEnd && endTime.Before(startTime) {
+		return nil, errf("InvalidParameterValue", "The end time must be after the start time.")
 	}
 	types := s.typeNames
 	if wanted := q.list("InstanceType"); len(wanted) > 0 {
@@ -444,13 +456,20 @@ func (s *Sim) describeSpotPriceHistory(q query) (any, error) {
 	if z := q.get("AvailabilityZone"); z != "" {
 		zones = []string{z}
 	}
-	ts := s.start.Truncate(time.Hour)
 	var out []ec2types.SpotPrice
 	for _, typ := range types {
 		for _, z := range zones {
-			price, ok := s.SpotPrice(typ, z)
-			if !ok {
-				continue
+			var points []pricePoint // newest first
+			hist := s.spotHistory(typ, z)
+			for i := len(hist) - 1; i >= 0; i-- {
+				pt := hist[i]
+				if hasEnd && pt.at.After(endTime) {
+					continue
+				}
+				points = append(points, pt)
+				if hasStart && !pt.at.After(startTime) {
+					break // the price in effect at StartTime
+				}
 			}
 			for _, prod := range products {
 				if !slices.Contains(spotProducts, prod) {
@@ -470,13 +489,19 @@ func (s *Sim) describeSpotPriceHistory(q query) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				if ok {
+				if !ok {
+					continue
+				}
+				for _, pt := range points {
+					if pt.price <= 0 {
+						continue // withdrawn
+					}
 					out = append(out, ec2types.SpotPrice{
 						AvailabilityZone:   aws.String(z),
 						InstanceType:       ec2types.InstanceType(typ),
 						ProductDescription: ec2types.RIProductDescription(prod),
-						SpotPrice:          aws.String(strconv.FormatFloat(price, 'f', 6, 64)),
-						Timestamp:          aws.Time(ts),
+						SpotPrice:          aws.String(strconv.FormatFloat(pt.price, 'f', 6, 64)),
+						Timestamp:          aws.Time(pt.at),
 					})
 				}
 			}

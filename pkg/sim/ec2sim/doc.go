@@ -1,8 +1,10 @@
 // Package ec2sim is a wire-level simulator of the parts of Amazon EC2 (and of SSM's
-// GetParameter) that Tailor uses. A *Sim is an http.Handler that speaks the EC2 Query protocol
-// to the real aws-sdk-go-v2: point the SDK at it with AWS_ENDPOINT_URL_EC2 and
-// AWS_ENDPOINT_URL_SSM (or aws.Config.BaseEndpoint), give it any static credentials, and the
-// unchanged client code runs against a simulated region. Signatures are not checked.
+// GetParameter and the Pricing API's GetProducts) that Tailor uses. A *Sim is an http.Handler
+// that speaks the EC2 Query protocol and the AWS JSON 1.1 protocol to the real aws-sdk-go-v2:
+// point the SDK at it with AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL_SSM and
+// AWS_ENDPOINT_URL_PRICING (or aws.Config.BaseEndpoint), give it any static credentials and
+// region, and the unchanged client code runs against a simulated region. Signatures are not
+// checked.
 //
 // # Requests
 //
@@ -12,14 +14,16 @@
 // <XResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"> built from the SDK's own output
 // structs by a reflective encoder; errors are HTTP 4xx/5xx with
 // <Response><Errors><Error><Code>…</Code><Message>…</Message></Error></Errors><RequestID>…
-// with EC2's error codes. SSM calls are POST / with X-Amz-Target: AmazonSSM.GetParameter and a
-// JSON body.
+// with EC2's error codes. SSM and Pricing calls are POST / with a JSON body and X-Amz-Target
+// AmazonSSM.GetParameter or AWSPriceListService.GetProducts (the dispatch is on that header, so
+// one server serves all three endpoints); their errors are JSON {"__type": code, "message": …}
+// with X-Amzn-ErrorType.
 //
 // Supported actions: DescribeInstanceTypes, DescribeInstanceTypeOfferings, DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate, DescribeLaunchTemplates,
 // DeleteLaunchTemplate, CreateFleet (Type=instant), DescribeInstances, TerminateInstances,
-// CreateTags, DescribeSpotPriceHistory, and SSM GetParameter. Any other action answers
-// InvalidAction. Describe calls paginate with MaxResults/NextToken where EC2 does (NextToken is
+// CreateTags, DescribeSpotPriceHistory, SSM GetParameter and Pricing GetProducts. Any other EC2
+// action answers InvalidAction, any other JSON operation UnknownOperationException. Describe calls paginate with MaxResults/NextToken where EC2 does (NextToken is
 // an offset: a listing that changes between pages may skip or repeat items). DryRun=true answers
 // DryRunOperation.
 //
@@ -41,12 +45,6 @@
 // from zone number (hash/10) mod len(Zones); with a single zone every type is offered. Sim.Offered
 // answers the same question in-process.
 //
-// On-demand prices are awsdata's. Spot prices are synthetic and stable: on-demand price × a
-// factor in [0.25, 0.65] taken from the 64-bit FNV-1a hash of "type/zone", rounded to 6
-// decimals, for types that support spot, have an on-demand price and are offered in the zone.
-// DescribeSpotPriceHistory reports one point per type, zone and product ("Linux/UNIX" and
-// "Linux/UNIX (Amazon VPC)"), time-stamped with the hour the simulator started.
-//
 // Images: the SSM parameters
 //
 //	/aws/service/eks/optimized-ami/<k8s-version>/amazon-linux-2023/<x86_64|arm64>/<standard|nvidia|neuron>/recommended/image_id
@@ -55,6 +53,49 @@
 // resolve to stable fake AMI IDs (a hash of region and path) that DescribeImages knows, with the
 // right architecture. Versions 1.28 to 1.36 exist from the start; other 1.x versions appear on
 // first GetParameter.
+//
+// # Prices
+//
+// On-demand prices are awsdata's (the us-east-1 list prices, whatever the region) until
+// SetOnDemandPrice changes or removes one. Spot prices are synthetic and stable: awsdata's
+// on-demand price × a factor in [0.25, 0.65] taken from the 64-bit FNV-1a hash of "type/zone",
+// rounded to 6 decimals, for types that support spot, have an on-demand price in awsdata and are
+// offered in the zone. They never move on their own; SetSpotPrice changes (or withdraws) one from
+// the simulator's current time on.
+//
+// DescribeSpotPriceHistory reports, per type, zone and product ("Linux/UNIX" and
+// "Linux/UNIX (Amazon VPC)"), the synthetic price time-stamped with the hour the simulator
+// started, then every SetSpotPrice point with the clock's time at the call, newest first. With
+// StartTime it answers as EC2 does: the price in effect at StartTime (the newest point at or
+// before it) and every later point; EndTime drops points after it. A withdrawn price (SetSpotPrice
+// with a price <= 0) is no point at all.
+//
+// GetProducts (ServiceCode AmazonEC2, FormatVersion aws_v1) lists products of the simulated region
+// and of one other region (PricingOtherRegion: us-west-2, or us-east-1 outside it, priced 1.1
+// times), five per instance type that has an on-demand price: Linux/Shared/NA/Used (the
+// on-demand price itself), Linux with capacitystatus UnusedCapacityReservation (the same price),
+// Linux Dedicated (×1.1), Linux with preInstalledSw "SQL Std" (+0.12 per vCPU) and Windows
+// (+0.046 per vCPU). Filters (TERM_MATCH and EQUALS exact, CONTAINS, ANY_OF and NONE_OF with a
+// comma-separated list) apply to ServiceCode, productFamily, sku and the attributes; field names
+// match without regard to case. Each PriceList entry is a JSON document in the real aws_v1 shape:
+//
+//	{"product": {"productFamily": "Compute Instance", "sku": "…",
+//	             "attributes": {"instanceType": "m5.large", "regionCode": "us-east-1",
+//	                            "location": "US East (N. Virginia)", "operatingSystem": "Linux",
+//	                            "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
+//	                            "usagetype": "BoxUsage:m5.large", "vcpu": "2", "memory": "8 GiB", …}},
+//	 "serviceCode": "AmazonEC2",
+//	 "terms": {"OnDemand": {"<sku>.JRTCKXETXF": {"offerTermCode": "JRTCKXETXF", "sku": "<sku>",
+//	             "priceDimensions": {"<sku>.JRTCKXETXF.6YS6EN2CT7": {"unit": "Hrs",
+//	                 "pricePerUnit": {"USD": "0.0960000000"}, "description": "$0.096 per On Demand Linux m5.large Instance Hour", …}}, …}},
+//	           "Reserved": {…two 1yr standard terms, No Upfront and All Upfront…}},
+//	 "version": "20260101000000", "publicationDate": "2026-01-01T00:00:00Z"}
+//
+// Pages hold MaxResults (1–100, default 100) entries; NextToken is bound to its query
+// (InvalidNextTokenException otherwise). Missing members, unknown filter types and MaxResults out
+// of range answer ValidationException in the usual AWS wording; other service codes list
+// nothing. The request's region is not checked (the real service runs in us-east-1, eu-central-1
+// and ap-south-1 only).
 //
 // # Instances
 //
@@ -82,9 +123,12 @@
 // # Tests and fault injection
 //
 // Sim has in-process helpers: Instances, Calls, Requests, FleetRequests, LaunchTemplates,
-// Subnets, ClusterSecurityGroupID, SSMParameter, Offered, SpotPrice. InjectFault makes matching
-// requests fail (or slow down); SetCapacity limits how many instances an offering can still
-// launch, after which CreateFleet reports InsufficientInstanceCapacity for it.
+// Subnets, ClusterSecurityGroupID, SSMParameter, Offered, OnDemandPrice, SpotPrice.
+// InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
+// (GetParameter, GetProducts) alike; SetCapacity limits how many instances an offering can still
+// launch, after which CreateFleet reports InsufficientInstanceCapacity for it; SetOnDemandPrice
+// and SetSpotPrice change prices (CreateFleet reports InsufficientInstanceCapacity for spot where
+// SetSpotPrice withdrew the price).
 //
 // A Sim is safe for concurrent use.
 package ec2sim

@@ -132,7 +132,12 @@ func (s *Sim) createFleet(q query) (any, error) {
 			continue
 		}
 		if capType == cloud.Spot {
-			c.price, _ = s.SpotPrice(c.instanceType, zone)
+			var priced bool
+			c.price, priced = s.spotPrice(c.instanceType, zone)
+			if !priced { // withdrawn by SetSpotPrice
+				report(c, "InsufficientInstanceCapacity", "There is no Spot capacity available that matches your request.")
+				continue
+			}
 			if c.price > c.maxPrice {
 				report(c, "SpotMaxPriceTooLow", fmt.Sprintf("Your Spot request price of %v is lower than the minimum required Spot request fulfillment price of %v.", c.maxPrice, c.price))
 				continue

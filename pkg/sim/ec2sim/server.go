@@ -261,6 +261,20 @@ func (q query) int(key string) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
+// timestamp returns a date-time parameter (ISO 8601, as the SDK sends it); ok is false when
+// absent.
+func (q query) timestamp(key string) (t time.Time, ok bool, err error) {
+	if !q.has(key) {
+		return time.Time{}, false, nil
+	}
+	v := q.get(key)
+	t, perr := time.Parse(time.RFC3339Nano, v)
+	if perr != nil {
+		return time.Time{}, true, invalidValue(key, v)
+	}
+	return t, true, nil
+}
+
 // tags reads a Tag.N.Key / Tag.N.Value list.
 func (q query) tags(key string) (map[string]string, error) {
 	out := map[string]string{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -141,10 +142,15 @@ type Sim struct {
 	// Read-only after New.
 	types     map[string]ec2types.InstanceTypeInfo
 	typeNames []string
-	prices    map[string]float64
-	zoneIDs   map[string]string // zone name → zone ID
+	shipped   map[string]float64 // awsdata's on-demand prices; synthetic spot prices derive from them
+	zoneIDs   map[string]string  // zone name → zone ID
+
+	productsOnce sync.Once
+	products     []*product // the Pricing API's products, built on first GetProducts
 
 	mu            sync.Mutex
+	prices        map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
+	spotSet       map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
 	seq           uint64
 	reqSeq        uint64
 	vpcID         string
@@ -186,6 +192,7 @@ func New(opts Options) *Sim {
 		calls:        map[string]int{},
 		requests:     map[string][]url.Values{},
 		capacity:     map[capacityKey]int{},
+		spotSet:      map[spotKey][]pricePoint{},
 	}
 	s.start = s.clock.Now().UTC()
 	s.loadCatalog()
@@ -210,7 +217,8 @@ func (s *Sim) loadCatalog() {
 		s.typeNames = append(s.typeNames, name)
 	}
 	slices.Sort(s.typeNames)
-	s.prices = prices
+	s.shipped = prices
+	s.prices = maps.Clone(prices)
 	s.zoneIDs = map[string]string{}
 	for i, z := range s.opts.Zones {
 		s.zoneIDs[z] = fmt.Sprintf("%s-az%d", regionShort(s.opts.Region), i+1)
@@ -307,23 +315,102 @@ func (s *Sim) Offered(instanceType, zone string) bool {
 	return zi != int(h/10)%len(s.opts.Zones)
 }
 
-// OnDemandPrice returns the on-demand USD/hour of the type.
+// OnDemandPrice returns the on-demand USD/hour of the type: awsdata's price unless
+// SetOnDemandPrice changed it.
 func (s *Sim) OnDemandPrice(instanceType string) (float64, bool) {
-	p, ok := s.prices[instanceType]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.onDemandPrice(instanceType)
+}
+
+// onDemandPrice is OnDemandPrice for callers that hold s.mu.
+func (s *Sim) onDemandPrice(instanceType string) (float64, bool) {
 	if _, known := s.types[instanceType]; !known {
 		return 0, false
 	}
+	p, ok := s.prices[instanceType]
 	return p, ok
 }
 
-// SpotPrice returns the synthetic spot price of the type in the zone (see the package
-// documentation); false if the type cannot run as spot there.
+// SetOnDemandPrice changes the on-demand USD/hour of a known instance type, as the Pricing API
+// (GetProducts) and CreateFleet's price order see it. A price <= 0 removes the type's on-demand
+// price: GetProducts no longer lists the type. Spot prices do not change (they derive from
+// awsdata's price).
+func (s *Sim) SetOnDemandPrice(instanceType string, price float64) {
+	if _, known := s.types[instanceType]; !known {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if price <= 0 {
+		delete(s.prices, instanceType)
+		return
+	}
+	s.prices[instanceType] = price
+}
+
+// spotKey names one type in one zone.
+type spotKey struct{ instanceType, zone string }
+
+// pricePoint is one entry of a spot price history; price <= 0 means "no spot price from then on".
+type pricePoint struct {
+	at    time.Time
+	price float64
+}
+
+// SpotPrice returns the current spot price of the type in the zone: the synthetic one (see the
+// package documentation) or the last one SetSpotPrice set; false if the type cannot run as spot
+// there.
 func (s *Sim) SpotPrice(instanceType, zone string) (float64, bool) {
-	info, ok := s.types[instanceType]
-	if !ok || !slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot) || !s.Offered(instanceType, zone) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spotPrice(instanceType, zone)
+}
+
+// spotPrice is SpotPrice for callers that hold s.mu.
+func (s *Sim) spotPrice(instanceType, zone string) (float64, bool) {
+	h := s.spotHistory(instanceType, zone)
+	if len(h) == 0 || h[len(h)-1].price <= 0 {
 		return 0, false
 	}
-	od, ok := s.prices[instanceType]
+	return h[len(h)-1].price, true
+}
+
+// SetSpotPrice changes the spot price of the type in the zone from the simulator's current time
+// on: DescribeSpotPriceHistory reports a new point stamped with the clock's time (after the
+// earlier ones), and SpotPrice and CreateFleet use the new price. A price <= 0 withdraws the spot
+// price (the type cannot launch as spot there any more). It has no effect for a type that cannot
+// run as spot in the zone (unknown, not offered there, or without spot among its usage classes).
+func (s *Sim) SetSpotPrice(instanceType, zone string, price float64) {
+	if !s.supportsSpot(instanceType) || !s.Offered(instanceType, zone) {
+		return
+	}
+	if price < 0 {
+		price = 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := spotKey{instanceType, zone}
+	s.spotSet[k] = append(s.spotSet[k], pricePoint{at: s.clock.Now().UTC(), price: price})
+}
+
+// spotHistory returns the spot price history of the type in the zone, oldest first: the
+// synthetic price from the hour the simulator started, then what SetSpotPrice set. Nil if the
+// type cannot run as spot there. Callers hold s.mu.
+func (s *Sim) spotHistory(instanceType, zone string) []pricePoint {
+	if !s.supportsSpot(instanceType) || !s.Offered(instanceType, zone) {
+		return nil
+	}
+	var out []pricePoint
+	if p, ok := s.syntheticSpotPrice(instanceType, zone); ok {
+		out = append(out, pricePoint{at: s.start.Truncate(time.Hour), price: p})
+	}
+	return append(out, s.spotSet[spotKey{instanceType, zone}]...)
+}
+
+// syntheticSpotPrice is the stable spot price of the package documentation.
+func (s *Sim) syntheticSpotPrice(instanceType, zone string) (float64, bool) {
+	od, ok := s.shipped[instanceType]
 	if !ok {
 		return 0, false
 	}
@@ -407,15 +494,16 @@ func (s *Sim) useCapacity(k capacityKey) {
 
 // Fault makes matching requests fail or slow down.
 type Fault struct {
-	// Action is the EC2 action (CreateFleet) or SSM operation (GetParameter) the fault applies
-	// to; empty or "*" means every request.
+	// Action is the EC2 action (CreateFleet), SSM operation (GetParameter) or Pricing operation
+	// (GetProducts) the fault applies to; empty or "*" means every request.
 	Action string
 	// Code is the error code to answer with, such as RequestLimitExceeded or
 	// InsufficientInstanceCapacity; empty means no error (only Latency).
 	Code    string
 	Message string
-	// HTTPStatus defaults to 503 for RequestLimitExceeded, Unavailable and ServiceUnavailable,
-	// 500 for InternalError and InternalFailure, and 400 otherwise.
+	// HTTPStatus defaults to 503 for RequestLimitExceeded, Unavailable, ServiceUnavailable[Exception]
+	// and Throttling[Exception]; 500 for InternalError, InternalFailure, InternalServerError and
+	// InternalErrorException; 403 for AuthFailure and UnauthorizedOperation; 400 otherwise.
 	HTTPStatus int
 	// Latency delays the answer (real time, not the simulator's clock).
 	Latency time.Duration
@@ -467,9 +555,9 @@ func (s *Sim) takeFault(action string) *Fault {
 
 func defaultStatus(code string) int {
 	switch code {
-	case "RequestLimitExceeded", "Unavailable", "ServiceUnavailable", "Throttling", "ThrottlingException":
+	case "RequestLimitExceeded", "Unavailable", "ServiceUnavailable", "ServiceUnavailableException", "Throttling", "ThrottlingException":
 		return 503
-	case "InternalError", "InternalFailure", "InternalServerError":
+	case "InternalError", "InternalFailure", "InternalServerError", "InternalErrorException":
 		return 500
 	case "AuthFailure", "UnauthorizedOperation":
 		return 403
@@ -489,7 +577,8 @@ func (s *Sim) Calls(action string) int {
 const maxRecorded = 256
 
 // Requests returns the parameters of the last requests for the action (at most 256, oldest
-// first). For SSM operations they hold the JSON body's top-level string fields.
+// first). For the JSON operations (SSM, Pricing) they hold the JSON body flattened the way the
+// Query protocol names parameters: Name, MaxResults, Filters.1.Field, Filters.1.Value.
 func (s *Sim) Requests(action string) []url.Values {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,9 +13,22 @@ import (
 	"time"
 )
 
-// serveJSON answers AWS JSON protocol requests; only SSM's GetParameter is simulated.
+// jsonHandler answers one AWS JSON 1.1 operation with a value to marshal as the response body.
+// It runs without s.mu held.
+type jsonHandler func(s *Sim, body []byte, params map[string]any) (any, *apiError)
+
+// jsonHandlers are the JSON operations by X-Amz-Target.
+var jsonHandlers = map[string]jsonHandler{
+	"AmazonSSM.GetParameter":          (*Sim).getParameter,
+	"AWSPriceListService.GetProducts": (*Sim).getProducts,
+}
+
+// serveJSON answers AWS JSON 1.1 protocol requests: SSM GetParameter and Pricing GetProducts.
 func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, begin time.Time) {
-	service, op, _ := strings.Cut(target, ".")
+	op := target
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		op = target[i+1:]
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		s.writeJSONError(w, op, &apiError{status: 400, code: "SerializationException", message: err.Error()}, begin)
@@ -22,20 +36,15 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 	}
 	var params map[string]any
 	if len(body) > 0 {
-		if err := json.Unmarshal(body, &params); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&params); err != nil {
 			s.writeJSONError(w, op, &apiError{status: 400, code: "SerializationException", message: err.Error()}, begin)
 			return
 		}
 	}
 	rec := url.Values{}
-	for k, v := range params {
-		switch v := v.(type) {
-		case string:
-			rec.Set(k, v)
-		case bool:
-			rec.Set(k, strconv.FormatBool(v))
-		}
-	}
+	flattenJSON("", params, rec)
 
 	s.mu.Lock()
 	s.calls[op]++
@@ -55,24 +64,73 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 			return
 		}
 	}
-	if service != "AmazonSSM" || op != "GetParameter" {
+	h, ok := jsonHandlers[target]
+	if !ok {
 		s.writeJSONError(w, op, &apiError{status: 400, code: "UnknownOperationException", message: fmt.Sprintf("ec2sim does not simulate %s", target)}, begin)
 		return
 	}
+	resp, aerr := h(s, body, params)
+	if aerr != nil {
+		s.writeJSONError(w, op, aerr, begin)
+		return
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		s.writeJSONError(w, op, &apiError{status: 500, code: "InternalFailure", message: err.Error()}, begin)
+		return
+	}
+	s.mu.Lock()
+	reqID := s.newRequestID()
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("X-Amzn-RequestId", reqID)
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	s.log.Debug("ec2sim request", "action", op, "status", 200, "duration", time.Since(begin))
+}
+
+// flattenJSON records a decoded JSON value under Query-protocol-like names: object members as
+// Prefix.Member, list items as Prefix.N (from 1), scalars as their text.
+func flattenJSON(prefix string, v any, out url.Values) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			flattenJSON(join(k), x, out)
+		}
+	case []any:
+		for i, x := range v {
+			flattenJSON(join(strconv.Itoa(i+1)), x, out)
+		}
+	case string:
+		out.Set(prefix, v)
+	case bool:
+		out.Set(prefix, strconv.FormatBool(v))
+	case json.Number:
+		out.Set(prefix, v.String())
+	}
+}
+
+// getParameter is SSM's GetParameter for the image alias parameters.
+func (s *Sim) getParameter(_ []byte, params map[string]any) (any, *apiError) {
 	name, _ := params["Name"].(string)
 	if name == "" {
-		s.writeJSONError(w, op, &apiError{status: 400, code: "ValidationException", message: "1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null"}, begin)
-		return
+		return nil, &apiError{status: 400, code: "ValidationException", message: "1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null"}
 	}
 	s.mu.Lock()
 	value, ok := s.resolveParameter(name)
 	s.mu.Unlock()
 	if !ok {
-		s.writeJSONError(w, op, &apiError{status: 400, code: "ParameterNotFound", message: fmt.Sprintf("Parameter %s not found.", name)}, begin)
-		return
+		return nil, &apiError{status: 400, code: "ParameterNotFound", message: fmt.Sprintf("Parameter %s not found.", name)}
 	}
 	arn := fmt.Sprintf("arn:aws:ssm:%s::parameter%s", s.opts.Region, name)
-	resp := map[string]any{"Parameter": map[string]any{
+	return map[string]any{"Parameter": map[string]any{
 		"ARN":              arn,
 		"DataType":         "aws:ec2:image",
 		"LastModifiedDate": float64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()),
@@ -80,16 +138,7 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 		"Type":             "String",
 		"Value":            value,
 		"Version":          1,
-	}}
-	out, _ := json.Marshal(resp)
-	s.mu.Lock()
-	reqID := s.newRequestID()
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("X-Amzn-RequestId", reqID)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-	s.log.Debug("ec2sim request", "action", op, "status", 200, "duration", time.Since(begin))
+	}}, nil
 }
 
 func (s *Sim) writeJSONError(w http.ResponseWriter, op string, e *apiError, begin time.Time) {
@@ -100,6 +149,7 @@ func (s *Sim) writeJSONError(w http.ResponseWriter, op string, e *apiError, begi
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	w.Header().Set("X-Amzn-RequestId", reqID)
 	w.Header().Set("X-Amzn-ErrorType", e.code)
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(e.status)
 	_, _ = w.Write(out)
 	s.log.Debug("ec2sim request", "action", op, "status", e.status, "code", e.code, "duration", time.Since(begin))

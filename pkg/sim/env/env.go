@@ -142,6 +142,7 @@ func (e *Environment) AWSEnv() map[string]string {
 	return map[string]string{
 		"AWS_ENDPOINT_URL_EC2":      e.SimURL,
 		"AWS_ENDPOINT_URL_SSM":      e.SimURL,
+		"AWS_ENDPOINT_URL_PRICING":  e.SimURL,
 		"AWS_REGION":                e.Region,
 		"AWS_ACCESS_KEY_ID":         "sandbox",
 		"AWS_SECRET_ACCESS_KEY":     "sandbox",
