@@ -246,6 +246,12 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	inst, price, offeringErrs, err := l.launch(ctx, c)
 	l.markUnavailable(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
 	pods := l.claimPods(c)
+	if err != nil && ctx.Err() != nil {
+		// Shutting down (or timed out) mid-call: EC2 may have acted. The claim stays Pending
+		// and is resumed with the same client token, which returns any instance launched.
+		logger.Info("Launch interrupted; it will be resumed", "err", err)
+		return
+	}
 	if err != nil {
 		// Offerings without capacity are now left out, so the pods can be planned again at once
 		// on the next offering; any other failure waits a little.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/component-base/configz"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -57,14 +58,14 @@ func run(m *testing.M) int {
 	defer world.Stop()
 	// The scheduler stops before the control plane, or the API server waits a minute for its
 	// watches to end.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	defer func() { stopScheduler() }()
 	path, err := world.WriteSchedulerConfig("scheduler.yaml", false, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := startScheduler(ctx, path); err != nil {
+	schedulerConfig = path
+	if err := startScheduler(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the scheduler:", err)
 		return 1
 	}
@@ -83,14 +84,33 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = app.Run(ctx, cc, sched) }, nil
+	return func() {
+		if err := app.Run(ctx, cc, sched); err != nil {
+			fmt.Fprintln(os.Stderr, "scheduler stopped:", err)
+		}
+		// app.Run registers its config in a process-wide registry; a restarted scheduler in the
+		// same process registers it again.
+		configz.Delete("componentconfig")
+	}, nil
 }
 
-func startScheduler(ctx context.Context, configPath string) error {
-	run, err := setupScheduler(ctx, configPath)
+var (
+	schedulerConfig string
+	// stopScheduler stops the running scheduler and waits until it has returned.
+	stopScheduler = func() {}
+)
+
+// startScheduler starts Tailor's scheduler in this process; stopScheduler ends it, as a crash
+// would end the process (nothing is cleaned up beyond what context cancellation stops).
+func startScheduler() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	run, err := setupScheduler(ctx, schedulerConfig)
 	if err != nil {
+		cancel()
 		return err
 	}
-	go run()
+	done := make(chan struct{})
+	go func() { defer close(done); run() }()
+	stopScheduler = func() { cancel(); <-done }
 	return nil
 }

@@ -94,7 +94,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault := s.takeFault(action)
 	s.mu.Unlock()
 
-	if fault != nil {
+	if fault != nil && !fault.AfterEffect {
 		if !sleep(r, fault.Latency) {
 			return
 		}
@@ -117,6 +117,15 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, err := h(s, query{v: r.Form})
 	reqID := s.newRequestID()
 	s.mu.Unlock()
+	if fault != nil && fault.AfterEffect {
+		if !sleep(r, fault.Latency) {
+			return
+		}
+		if fault.Code != "" {
+			s.writeError(w, action, &apiError{status: fault.HTTPStatus, code: fault.Code, message: fault.Message}, begin)
+			return
+		}
+	}
 	if err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {

@@ -509,6 +509,9 @@ type Fault struct {
 	Latency time.Duration
 	// Times is how many matching requests the fault applies to; 0 means until ClearFaults.
 	Times int
+	// AfterEffect makes the request take effect before the latency and the error: the
+	// ambiguous failure of a call that timed out or failed after EC2 had acted on it.
+	AfterEffect bool
 }
 
 type faultState struct {

@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
+)
+
+// The scheduler dies after EC2 launched an instance for a claim but before the launch was
+// recorded (the CreateFleet answer never arrives). After a restart the claim is resumed with the
+// same client token: EC2 hands back the same instance, the pod runs on it, and nothing leaks or
+// doubles.
+func TestCrashAfterLaunchBeforeRecord(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.FleetRequests()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", AfterEffect: true, Latency: time.Hour, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+
+	createPod(t, ns, "survivor", "1", "2Gi")
+	var claim string
+	waitFor(t, "an instance launched for a claim", func() bool {
+		for _, in := range liveInstances() {
+			if c := in.Tags[v1alpha1.TagClaim]; c != "" {
+				claim = c
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range listClaims(t) {
+		if c.Name == claim && c.Status.InstanceID != "" {
+			t.Fatalf("claim %s recorded its instance; the crash came too late", claim)
+		}
+	}
+
+	stopScheduler() // the crash
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+
+	pods := waitRunning(t, ns, 1)
+	var owned []string
+	for _, in := range liveInstances() {
+		if in.Tags[v1alpha1.TagClaim] == claim {
+			owned = append(owned, in.ID)
+		}
+	}
+	if len(owned) != 1 {
+		t.Errorf("claim %s has instances %v, want exactly one", claim, owned)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1 (the retry must be idempotent)", got)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
+		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
+	}
+}
+
+func claimNames(cls []*v1alpha1.Claim) []string {
+	var out []string
+	for _, c := range cls {
+		out = append(out, c.Name+"("+string(c.Status.Phase)+")")
+	}
+	return out
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
