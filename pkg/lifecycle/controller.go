@@ -55,8 +55,10 @@ type Controller struct {
 	NodeInformer cache.SharedIndexInformer
 	Recorder     events.EventRecorder
 	Activate     func([]*corev1.Pod)
-	SweepPeriod  time.Duration
-	OrphanGrace  time.Duration
+	// Observed learns each instance type's real allocatable from the nodes that register.
+	Observed    *catalog.Observed
+	SweepPeriod time.Duration
+	OrphanGrace time.Duration
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }
@@ -146,6 +148,9 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	cl, ok := c.Claims.ByInstanceID(InstanceID(node.Spec.ProviderID))
 	if !ok {
 		return nil
+	}
+	if c.Observed != nil && cl.Status.InstanceType != "" {
+		c.Observed.Record(cl.Status.InstanceType, node.Status.Allocatable)
 	}
 	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) {
 		return nil

@@ -164,3 +164,17 @@ func TestDaemonOverhead(t *testing.T) {
 		t.Errorf("planned %s, want m6g.xlarge", got)
 	}
 }
+
+// Once a real node of a type has reported a smaller allocatable than the model, plans use it.
+func TestUseObserved(t *testing.T) {
+	pl := testPlanner(t)
+	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("6Gi"), corev1.ResourcePods: resource.MustParse("29")}
+	UseObserved(pl.Templates, func(it string) (corev1.ResourceList, bool) { return small, it == "m6g.large" })
+	plan := pl.Plan(context.Background(), []*Pod{pod("a", "1", "1Gi", nil)})
+	if len(plan.Nodes) != 1 {
+		t.Fatalf("got %d nodes", len(plan.Nodes))
+	}
+	if got := plan.Nodes[0].Template.Type.Name; got == "m6g.large" {
+		t.Errorf("planned %s, which reported only 500m allocatable", got)
+	}
+}

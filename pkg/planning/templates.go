@@ -124,6 +124,17 @@ func nodeNamed(t *Template, name string) *corev1.Node {
 	return n
 }
 
+// UseObserved replaces the modelled allocatable of every template whose instance type has been
+// seen on a real node by what that node reported. Call it before AddDaemons.
+func UseObserved(templates []*Template, observed func(instanceType string) (corev1.ResourceList, bool)) {
+	for _, t := range templates {
+		if rl, ok := observed(t.Type.Name); ok {
+			t.Allocatable, t.Available = rl, rl
+			t.Node.Status.Allocatable = rl
+		}
+	}
+}
+
 // AddDaemons finds, for every template, the DaemonSet pods that would run on such a node (each
 // daemon pod's Checker decides, so the scheduler's own filters say where a DaemonSet lands) and
 // takes their requests out of the template's Available resources.

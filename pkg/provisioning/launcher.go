@@ -94,6 +94,9 @@ func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) 
 	if err != nil {
 		return nil, err
 	}
+	if l.Observed != nil {
+		planning.UseObserved(templates, l.Observed.Allocatable)
+	}
 	if l.Daemons != nil {
 		planning.AddDaemons(ctx, templates, l.Daemons(ctx))
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
@@ -34,6 +35,8 @@ type Options struct {
 	Activate func(pods []*corev1.Pod)
 	// Daemons returns the DaemonSet pods that may run on new nodes, each with its checker.
 	Daemons func(ctx context.Context) []*planning.Pod
+	// Observed holds the allocatable real nodes reported per instance type.
+	Observed *catalog.Observed
 }
 
 // Provisioner owns the batcher and the launches.

@@ -21,6 +21,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/config/validation"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
@@ -83,6 +84,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	// Informers must be requested here, before the scheduler starts the factory, or they never run.
 	daemonSets.Informer()
 	pl := &Plugin{handle: h, args: args, ledger: ledger.New()}
+	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) {
 		m := make(map[string]*corev1.Pod, len(ps))
 		for _, p := range ps {
@@ -95,7 +97,8 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	pl.prov = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
-		Daemons: func(ctx context.Context) []*planning.Pod { return daemonPods(ctx, h, daemonSets.Lister()) },
+		Daemons:  func(ctx context.Context) []*planning.Pod { return daemonPods(ctx, h, daemonSets.Lister()) },
+		Observed: observed,
 	})
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
@@ -112,7 +115,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	lc := &lifecycle.Controller{
 		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger, Launcher: pl.prov.Launcher(),
 		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
-		Recorder: h.EventRecorder(), Activate: activate,
+		Recorder: h.EventRecorder(), Activate: activate, Observed: observed,
 	}
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
 	// which claim, and a claim deleted by anyone releases its pods.
