@@ -133,6 +133,19 @@ func (s *Store) Create(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim,
 	return FromUnstructured(out)
 }
 
+// Update writes the claim's spec (and metadata).
+func (s *Store) Update(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
+	u, err := toUnstructured(c)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return FromUnstructured(out)
+}
+
 // UpdateStatus writes the claim's status.
 func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
 	u, err := toUnstructured(c)

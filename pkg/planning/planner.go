@@ -343,3 +343,22 @@ func (pl *Planner) explain(c *class) string {
 	}
 	return fmt.Sprintf("no allowed instance type passes the scheduler's filters (of %d candidates): %s", len(pl.Templates), strings.Join(parts, "; "))
 }
+
+// FitOnto places as many of the candidate pods as fit on an in-flight node of template t (named
+// nodeName, already planned to hold placed), each confirmed by its Checker with the daemons and
+// every pod placed so far on the node. It returns the accepted pods, so capacity already being
+// launched is used before anything new is.
+func FitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod) []*Pod {
+	n := &plannedNode{name: nodeName}
+	for _, p := range placed {
+		n.pods = append(n.pods, p)
+		n.requests = addResources(n.requests, p.Requests)
+	}
+	var accepted []*Pod
+	for _, p := range candidates {
+		if n.tryAdd(ctx, t, p) {
+			accepted = append(accepted, p)
+		}
+	}
+	return accepted
+}

@@ -178,3 +178,20 @@ func TestUseObserved(t *testing.T) {
 		t.Errorf("planned %s, which reported only 500m allocatable", got)
 	}
 }
+
+// FitOnto fills the room a planned node has left, and no more.
+func TestFitOnto(t *testing.T) {
+	pl := testPlanner(t)
+	var tmpl *Template
+	for _, c := range pl.Templates {
+		if c.Type.Name == "m6g.large" { // 1930m allocatable
+			tmpl = c
+			break
+		}
+	}
+	placed := []*Pod{pod("a", "1", "1Gi", nil)}
+	got := FitOnto(context.Background(), tmpl, "ip-10-0-0-9.ec2.internal", placed, []*Pod{pod("b", "500m", "1Gi", nil), pod("c", "500m", "1Gi", nil)})
+	if len(got) != 1 || got[0].Pod.Name != "b" {
+		t.Fatalf("accepted %d pods, want only b (930m left)", len(got))
+	}
+}

@@ -162,8 +162,10 @@ func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetw
 	return nw, nil
 }
 
-// LaunchPlanned records a planned node as a claim, reserves its pods on it and launches it.
-func (l *Launcher) LaunchPlanned(ctx context.Context, n *planning.PlannedNode) {
+// Record records a planned node as a claim and reserves its pods on it; the caller launches it.
+// It returns nil (after telling the pods why) if the claim cannot be recorded or the pool is at
+// its limit.
+func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha1.Claim {
 	logger := klog.FromContext(ctx)
 	t := n.Template
 	claim := &v1alpha1.Claim{
@@ -201,10 +203,10 @@ func (l *Launcher) LaunchPlanned(ctx context.Context, n *planning.PlannedNode) {
 			pods = append(pods, p.Pod)
 		}
 		time.AfterFunc(retryAfterFailure, func() { l.Activate(pods) })
-		return
+		return nil
 	}
 	l.Ledger.Add(created.Name, "", uids)
-	l.Launch(ctx, created)
+	return created
 }
 
 // launchTimeout bounds one launch, so a hung cloud call cannot stall provisioning.
@@ -269,14 +271,15 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		}
 		return
 	}
-	c = c.DeepCopy()
 	now := metav1.Now()
-	c.Status = v1alpha1.ClaimStatus{
-		Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
-		CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
-		ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
-	}
-	if _, err := l.Claims.UpdateStatus(ctx, c); err != nil {
+	err = l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+		*st = v1alpha1.ClaimStatus{
+			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
+			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
+			ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
+		}
+	})
+	if err != nil {
 		// The instance exists and is tagged with the claim; the lifecycle controller finds it
 		// again by launching with the same token, so nothing is lost.
 		logger.Error(err, "Cannot record launch; will resume", "instance", inst.ID)
@@ -357,23 +360,32 @@ func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
 // failure cannot be recorded the pods stay on the claim: the lifecycle controller resumes a
 // Pending claim with the same client token, so releasing them now could double the launch.
 func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, delay time.Duration) {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := l.Claims.Fetch(ctx, c.Name)
-		if apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		cur.Status.Phase, cur.Status.Message = v1alpha1.ClaimFailed, msg
-		_, err = l.Claims.UpdateStatus(ctx, cur)
-		return err
+	err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+		st.Phase, st.Message = v1alpha1.ClaimFailed, msg
 	})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot mark claim failed; it will be resumed", "claim", c.Name)
 		return
 	}
 	l.Ledger.DropClaim(c.Name)
 	time.AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
+}
+
+// updateStatus changes a claim's status on its newest version: its spec may have grown (pods
+// added to in-flight capacity) since the caller read it.
+func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v1alpha1.ClaimStatus)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := l.Claims.Fetch(ctx, name)
+		if err != nil {
+			return err
+		}
+		mutate(&cur.Status)
+		_, err = l.Claims.UpdateStatus(ctx, cur)
+		return err
+	})
 }
 
 // Release drops a deleted claim from the ledger and asks the scheduler to plan its waiting pods

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -129,6 +130,9 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		}
 		return
 	}
+	if pods = p.fillInFlight(ctx, pods, templates); len(pods) == 0 {
+		return
+	}
 	planner := &planning.Planner{Templates: templates}
 	plan := planner.Plan(ctx, pods)
 	logger.V(2).Info("Planned batch", "pods", len(pods), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
@@ -136,13 +140,21 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	for _, u := range plan.Unschedulable {
 		p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
 	}
+	// Recording claims is quick and puts the pods in the ledger before the next batch is
+	// planned; the launches themselves run on, so a slow cloud call never holds up planning.
+	claims := make([]*v1alpha1.Claim, len(plan.Nodes))
 	var wg sync.WaitGroup
-	for _, n := range plan.Nodes {
+	for i, n := range plan.Nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.launcher.LaunchPlanned(ctx, n)
+			claims[i] = p.launcher.Record(ctx, n)
 		}()
 	}
 	wg.Wait()
+	for _, c := range claims {
+		if c != nil {
+			p.launcher.LaunchAsync(ctx, c)
+		}
+	}
 }

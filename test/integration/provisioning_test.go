@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 	"github.com/tailor-eks/tailor/pkg/sim/nodeagent"
 )
 
@@ -333,4 +335,44 @@ func generalPoolSelector(t *testing.T) *nodeaffinity.NodeSelector {
 		t.Fatal(err)
 	}
 	return sel
+}
+
+// A pod that arrives while a node planned for earlier pods is still launching goes onto that
+// node's spare room instead of a new launch.
+func TestLateArrivalUsesInFlightCapacity(t *testing.T) {
+	ns := newNamespace(t)
+	// Slow DescribeInstances keeps the first claim's node from registering for at least 6 s
+	// after its instance exists (the node agent learns of instances only through it), far longer
+	// than the late pod takes to be planned.
+	world.Sim.InjectFault(ec2sim.Fault{Action: "DescribeInstances", Latency: 6 * time.Second})
+	t.Cleanup(world.Sim.ClearFaults)
+	fleets := world.Sim.FleetRequests()
+
+	createPod(t, ns, "first", "1", "1Gi")
+	waitFor(t, "a claim for the first pod", func() bool {
+		for _, c := range listClaims(t) {
+			for _, p := range c.Spec.Pods {
+				if p.Namespace == ns {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if nodes, _ := world.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); len(nodes.Items) > 1 {
+		t.Fatalf("the first claim's node registered too early for this test: %d nodes", len(nodes.Items))
+	}
+	createPod(t, ns, "late", "250m", "256Mi")
+	pods := waitRunning(t, ns, 2)
+
+	if pods[0].Spec.NodeName != pods[1].Spec.NodeName {
+		t.Errorf("pods on %s and %s, want both on the in-flight node", pods[0].Spec.NodeName, pods[1].Spec.NodeName)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("%d fleets launched, want 1", got)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 || len(cls[0].Spec.Pods) != 2 {
+		t.Errorf("claims %v, want one claim recording both pods", claimNames(cls))
+	}
 }
