@@ -566,3 +566,21 @@ func TestConcurrentLaunches(t *testing.T) {
 		t.Errorf("available IPs %d", got)
 	}
 }
+
+// An AfterEffect fault answers with an error although the call took effect: the client cannot
+// tell whether it happened, as when a real request times out after EC2 acted.
+func TestAfterEffectFault(t *testing.T) {
+	s, c, _ := newTestSim(t, Options{})
+	s.InjectFault(Fault{Action: "CreateLaunchTemplate", Code: "InternalError", AfterEffect: true, Times: 1})
+	_, err := c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("lt-after-effect"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-0123456789abcdef0")},
+	})
+	if apiCode(err) != "InternalError" {
+		t.Fatalf("error %v, want InternalError", err)
+	}
+	out, err := c.DescribeLaunchTemplates(ctx(t), &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"lt-after-effect"}})
+	if err != nil || len(out.LaunchTemplates) != 1 {
+		t.Fatalf("the failed call did not take effect: %v, %+v", err, out)
+	}
+}

@@ -94,14 +94,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault := s.takeFault(action)
 	s.mu.Unlock()
 
-	if fault != nil && !fault.AfterEffect {
-		if !sleep(r, fault.Latency) {
-			return
-		}
-		if fault.Code != "" {
-			s.writeError(w, action, &apiError{status: fault.HTTPStatus, code: fault.Code, message: fault.Message}, begin)
-			return
-		}
+	writeErr := func(e *apiError) { s.writeError(w, action, e, begin) }
+	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {
+		return
 	}
 	h, ok := handlers[action]
 	if !ok {
@@ -117,14 +112,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, err := h(s, query{v: r.Form})
 	reqID := s.newRequestID()
 	s.mu.Unlock()
-	if fault != nil && fault.AfterEffect {
-		if !sleep(r, fault.Latency) {
-			return
-		}
-		if fault.Code != "" {
-			s.writeError(w, action, &apiError{status: fault.HTTPStatus, code: fault.Code, message: fault.Message}, begin)
-			return
-		}
+	if fault != nil && fault.AfterEffect && fault.delayAndFail(r, writeErr) {
+		return
 	}
 	if err != nil {
 		var ae *apiError

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -512,6 +513,19 @@ type Fault struct {
 	// AfterEffect makes the request take effect before the latency and the error: the
 	// ambiguous failure of a call that timed out or failed after EC2 had acted on it.
 	AfterEffect bool
+}
+
+// delayAndFail applies the fault's latency and error to a request. It reports whether the
+// request is finished: an error was written, or the client went away while waiting.
+func (f *Fault) delayAndFail(r *http.Request, writeErr func(*apiError)) bool {
+	if !sleep(r, f.Latency) {
+		return true
+	}
+	if f.Code != "" {
+		writeErr(&apiError{status: f.HTTPStatus, code: f.Code, message: f.Message})
+		return true
+	}
+	return false
 }
 
 type faultState struct {

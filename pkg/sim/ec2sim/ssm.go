@@ -55,14 +55,9 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 	s.requests[op] = append(reqs, rec)
 	fault := s.takeFault(op)
 	s.mu.Unlock()
-	if fault != nil {
-		if !sleep(r, fault.Latency) {
-			return
-		}
-		if fault.Code != "" {
-			s.writeJSONError(w, op, &apiError{status: fault.HTTPStatus, code: fault.Code, message: fault.Message}, begin)
-			return
-		}
+	writeErr := func(e *apiError) { s.writeJSONError(w, op, e, begin) }
+	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {
+		return
 	}
 	h, ok := jsonHandlers[target]
 	if !ok {
@@ -70,6 +65,9 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 		return
 	}
 	resp, aerr := h(s, body, params)
+	if fault != nil && fault.AfterEffect && fault.delayAndFail(r, writeErr) {
+		return
+	}
 	if aerr != nil {
 		s.writeJSONError(w, op, aerr, begin)
 		return
