@@ -8,11 +8,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -60,7 +62,21 @@ type Controller struct {
 	SweepPeriod time.Duration
 	OrphanGrace time.Duration
 
-	queue workqueue.TypedRateLimitingInterface[string]
+	// Run may run again after the lease is lost and won back: handlers are registered once and
+	// reach the current queue through enqueue.
+	mu           sync.Mutex
+	queue        workqueue.TypedRateLimitingInterface[string]
+	handlersOnce sync.Once
+	handlersErr  error
+}
+
+func (c *Controller) enqueue(name string) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.Add(name)
+	}
 }
 
 // Run registers handlers and works until ctx ends. The caches must have synced.
@@ -73,28 +89,28 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.OrphanGrace == 0 {
 		c.OrphanGrace = DefaultOrphanGrace
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-registration"})
-	defer c.queue.ShutDown()
-	enqueueNode := func(obj interface{}) {
-		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
-			c.queue.Add(n.Name)
-		}
+	c.mu.Lock()
+	c.queue = queue
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.queue = nil
+		c.mu.Unlock()
+		queue.ShutDown()
+	}()
+	c.handlersOnce.Do(func() { c.handlersErr = c.addHandlers() })
+	if c.handlersErr != nil {
+		return c.handlersErr
 	}
-	if _, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNode,
-		UpdateFunc: func(_, obj interface{}) { enqueueNode(obj) },
-	}); err != nil {
-		return err
-	}
-	if err := c.Claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj interface{}) {
-			if cl := obj.(*v1alpha1.Claim); cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
-				c.queue.Add(cl.Status.NodeName)
+	// Nodes registered while no replica held the lease are caught up here.
+	if nodes, err := c.Nodes.List(labels.Everything()); err == nil {
+		for _, n := range nodes {
+			if n.Spec.ProviderID != "" {
+				queue.Add(n.Name)
 			}
-		},
-	}); err != nil {
-		return err
+		}
 	}
 
 	// After a restart: claims interrupted before their launch was recorded are launched again.
@@ -104,26 +120,54 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.Launcher.LaunchAsync(ctx, cl)
 		}
 	}
+	var workers sync.WaitGroup
 	for i := 0; i < 2; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			c.worker(ctx, queue)
+		}()
 	}
 	wait.UntilWithContext(ctx, c.sweep, c.SweepPeriod)
+	queue.ShutDown()
+	workers.Wait()
 	return nil
 }
 
-func (c *Controller) worker(ctx context.Context) {
+func (c *Controller) addHandlers() error {
+	enqueueNode := func(obj interface{}) {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			c.enqueue(n.Name)
+		}
+	}
+	if _, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueNode,
+		UpdateFunc: func(_, obj interface{}) { enqueueNode(obj) },
+	}); err != nil {
+		return err
+	}
+	return c.Claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) {
+			if cl := obj.(*v1alpha1.Claim); cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
+				c.enqueue(cl.Status.NodeName)
+			}
+		},
+	})
+}
+
+func (c *Controller) worker(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) {
 	for {
-		name, quit := c.queue.Get()
+		name, quit := queue.Get()
 		if quit {
 			return
 		}
 		if err := c.register(ctx, name); err != nil {
 			klog.FromContext(ctx).V(2).Info("Registration will be retried", "node", name, "err", err)
-			c.queue.AddRateLimited(name)
+			queue.AddRateLimited(name)
 		} else {
-			c.queue.Forget(name)
+			queue.Forget(name)
 		}
-		c.queue.Done(name)
+		queue.Done(name)
 	}
 }
 
@@ -150,7 +194,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		return nil
 	}
 	if c.Observed != nil && cl.Status.InstanceType != "" {
-		c.Observed.Record(cl.Status.InstanceType, node.Status.Allocatable)
+		c.Observed.Record(cl.Spec.Pool, cl.Status.InstanceType, node.Status.Allocatable)
 	}
 	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) {
 		return nil

@@ -169,7 +169,9 @@ func TestDaemonOverhead(t *testing.T) {
 func TestUseObserved(t *testing.T) {
 	pl := testPlanner(t)
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("6Gi"), corev1.ResourcePods: resource.MustParse("29")}
-	UseObserved(pl.Templates, func(it string) (corev1.ResourceList, bool) { return small, it == "m6g.large" })
+	UseObserved(pl.Templates, func(pool, it string) (corev1.ResourceList, bool) {
+		return small, pool == "default" && it == "m6g.large"
+	})
 	plan := pl.Plan(context.Background(), []*Pod{pod("a", "1", "1Gi", nil)})
 	if len(plan.Nodes) != 1 {
 		t.Fatalf("got %d nodes", len(plan.Nodes))

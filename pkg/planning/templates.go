@@ -126,9 +126,9 @@ func nodeNamed(t *Template, name string) *corev1.Node {
 
 // UseObserved replaces the modelled allocatable of every template whose instance type has been
 // seen on a real node by what that node reported. Call it before AddDaemons.
-func UseObserved(templates []*Template, observed func(instanceType string) (corev1.ResourceList, bool)) {
+func UseObserved(templates []*Template, observed func(pool, instanceType string) (corev1.ResourceList, bool)) {
 	for _, t := range templates {
-		if rl, ok := observed(t.Type.Name); ok {
+		if rl, ok := observed(t.Pool.Name, t.Type.Name); ok {
 			t.Allocatable, t.Available = rl, rl
 			t.Node.Status.Allocatable = rl
 		}

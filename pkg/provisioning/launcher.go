@@ -272,7 +272,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		return
 	}
 	now := metav1.Now()
-	err = l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
 		*st = v1alpha1.ClaimStatus{
 			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
 			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
@@ -285,6 +285,9 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		logger.Error(err, "Cannot record launch; will resume", "instance", inst.ID)
 		return
 	}
+	// Pods may have been added to the claim while it launched: announce to all of them.
+	c = updated
+	pods = l.claimPods(c)
 	l.Ledger.SetNodeName(c.Name, inst.PrivateDNSName)
 	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price, "pods", len(pods))
 	for _, p := range pods {
@@ -360,15 +363,16 @@ func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
 // failure cannot be recorded the pods stay on the claim: the lifecycle controller resumes a
 // Pending claim with the same client token, so releasing them now could double the launch.
 func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, delay time.Duration) {
-	err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
 		st.Phase, st.Message = v1alpha1.ClaimFailed, msg
 	})
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
 		klog.FromContext(ctx).Error(err, "Cannot mark claim failed; it will be resumed", "claim", c.Name)
 		return
+	default:
+		c = updated // with every pod recorded on it, including those added while it launched
 	}
 	l.Ledger.DropClaim(c.Name)
 	time.AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
@@ -376,16 +380,18 @@ func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, dela
 
 // updateStatus changes a claim's status on its newest version: its spec may have grown (pods
 // added to in-flight capacity) since the caller read it.
-func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v1alpha1.ClaimStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v1alpha1.ClaimStatus)) (*v1alpha1.Claim, error) {
+	var updated *v1alpha1.Claim
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := l.Claims.Fetch(ctx, name)
 		if err != nil {
 			return err
 		}
 		mutate(&cur.Status)
-		_, err = l.Claims.UpdateStatus(ctx, cur)
+		updated, err = l.Claims.UpdateStatus(ctx, cur)
 		return err
 	})
+	return updated, err
 }
 
 // Release drops a deleted claim from the ledger and asks the scheduler to plan its waiting pods
@@ -460,6 +466,31 @@ func (l *Launcher) InFlight(claim string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.inflight[claim]
+}
+
+// Follow brings the ledger up to date with a changed claim: pods newly recorded on it wait for
+// it, and its node name, once known, is theirs. Pods the ledger already moved elsewhere (a
+// re-plan) are not pulled back, and a resync without change does nothing.
+func (l *Launcher) Follow(old, cur *v1alpha1.Claim) {
+	if old.ResourceVersion == cur.ResourceVersion || cur.Status.Phase == v1alpha1.ClaimFailed {
+		return
+	}
+	known := map[string]bool{}
+	for _, ref := range old.Spec.Pods {
+		known[ref.UID] = true
+	}
+	var added []types.UID
+	for _, p := range l.claimPods(cur) {
+		if !known[string(p.UID)] {
+			added = append(added, p.UID)
+		}
+	}
+	if len(added) > 0 {
+		l.Ledger.Add(cur.Name, cur.Status.NodeName, added)
+	}
+	if cur.Status.NodeName != "" && cur.Status.NodeName != old.Status.NodeName {
+		l.Ledger.SetNodeName(cur.Name, cur.Status.NodeName)
+	}
 }
 
 // Rebuild fills the ledger from the claims, after a start: every pod of a live claim that is

@@ -39,6 +39,13 @@ func resetCluster(t *testing.T, ns string) {
 	ctx := context.Background()
 	zero := int64(0)
 	_ = world.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	// DaemonSets count against every plan: make sure none outlives its test (namespace deletion
+	// is asynchronous).
+	_ = world.Client.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		dss, err := world.Client.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(dss.Items) == 0, nil
+	})
 	_ = world.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	_ = world.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	insts, err := world.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClusterPrefix + clusterName: v1alpha1.TagOwnedValue})

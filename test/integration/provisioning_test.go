@@ -17,7 +17,6 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
-	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 	"github.com/tailor-eks/tailor/pkg/sim/nodeagent"
 )
 
@@ -179,11 +178,25 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	world.Sim.SetCapacity(cheapest, "", "", 0)
 	t.Cleanup(func() { world.Sim.SetCapacity(cheapest, "", "", -1) })
 
+	before := len(world.Sim.Requests("CreateFleet"))
 	createPod(t, ns, "fallback", "1", "2Gi")
 	pods := waitRunning(t, ns, 1)
 	node := getNode(t, pods[0].Spec.NodeName)
 	if got := node.Labels[corev1.LabelInstanceTypeStable]; got == cheapest || got == "" {
 		t.Errorf("pod runs on %q; EC2 had no capacity for %s", got, cheapest)
+	}
+	// Tailor did ask for the cheapest type (and EC2 refused it): the fallback was exercised.
+	asked := false
+	reqs := world.Sim.Requests("CreateFleet")
+	for _, r := range reqs[min(before, len(reqs)):] {
+		for k, v := range r {
+			if strings.HasSuffix(k, ".InstanceType") && len(v) > 0 && v[0] == cheapest {
+				asked = true
+			}
+		}
+	}
+	if !asked {
+		t.Errorf("no CreateFleet asked for %s; the fallback path was not exercised", cheapest)
 	}
 }
 
@@ -341,18 +354,17 @@ func generalPoolSelector(t *testing.T) *nodeaffinity.NodeSelector {
 // node's spare room instead of a new launch.
 func TestLateArrivalUsesInFlightCapacity(t *testing.T) {
 	ns := newNamespace(t)
-	// Slow DescribeInstances keeps the first claim's node from registering for at least 6 s
-	// after its instance exists (the node agent learns of instances only through it), far longer
-	// than the late pod takes to be planned.
-	world.Sim.InjectFault(ec2sim.Fault{Action: "DescribeInstances", Latency: 6 * time.Second})
-	t.Cleanup(world.Sim.ClearFaults)
+	// A slow boot: the first claim's instance stays pending (its node cannot register) for 8 s,
+	// far longer than the late pod takes to be planned.
+	world.Sim.SetPendingFor(8 * time.Second)
+	t.Cleanup(func() { world.Sim.SetPendingFor(0) })
 	fleets := world.Sim.FleetRequests()
 
 	createPod(t, ns, "first", "1", "1Gi")
-	waitFor(t, "a claim for the first pod", func() bool {
+	waitFor(t, "the first pod's claim to be launched", func() bool {
 		for _, c := range listClaims(t) {
 			for _, p := range c.Spec.Pods {
-				if p.Namespace == ns {
+				if p.Namespace == ns && c.Status.Phase == v1alpha1.ClaimLaunched {
 					return true
 				}
 			}

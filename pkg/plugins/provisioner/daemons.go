@@ -2,10 +2,12 @@ package provisioner
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/klog/v2"
 	dsutil "k8s.io/kubernetes/pkg/controller/daemon/util"
@@ -14,20 +16,46 @@ import (
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
-// daemonPods builds, for each DaemonSet, the pod it would run on a new node (with the
-// tolerations the DaemonSet controller adds), and runs the profile's PreFilter plugins for it so
-// the planner can ask the same Filter plugins whether it lands on a template.
-func daemonPods(ctx context.Context, h framework.Handle, lister appslisters.DaemonSetLister) []*planning.Pod {
-	fw, ok := h.(framework.Framework)
+// daemons holds, for each DaemonSet, the pod it would run on a new node (with the tolerations
+// the DaemonSet controller adds) and its PreFilter state, so the planner can ask the profile's
+// Filter plugins whether it lands on a template. PreFilter plugins read the scheduler's snapshot,
+// which only the scheduling goroutine may touch: refresh runs there (from PostFilter); the
+// planner only reads the result.
+type daemons struct {
+	handle framework.Handle
+	lister appslisters.DaemonSetLister
+
+	mu   sync.Mutex
+	pods map[types.UID]daemonPod
+}
+
+type daemonPod struct {
+	generation int64
+	pod        *planning.Pod
+}
+
+// refresh recomputes the daemon pods of DaemonSets that are new or changed. Scheduling
+// goroutine only.
+func (d *daemons) refresh(ctx context.Context) {
+	fw, ok := d.handle.(framework.Framework)
 	if !ok {
-		return nil
+		return
 	}
-	dss, err := lister.List(labels.Everything())
+	dss, err := d.lister.List(labels.Everything())
 	if err != nil {
-		return nil
+		return
 	}
-	var out []*planning.Pod
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pods == nil {
+		d.pods = map[types.UID]daemonPod{}
+	}
+	seen := make(map[types.UID]bool, len(dss))
 	for _, ds := range dss {
+		seen[ds.UID] = true
+		if cached, ok := d.pods[ds.UID]; ok && cached.generation == ds.Generation {
+			continue
+		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-daemon", UID: ds.UID, Labels: ds.Spec.Template.Labels},
 			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
@@ -36,9 +64,27 @@ func daemonPods(ctx context.Context, h framework.Handle, lister appslisters.Daem
 		state := framework.NewCycleState()
 		if _, s, _ := fw.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
 			klog.FromContext(ctx).V(4).Info("DaemonSet pod fails PreFilter; not counted on new nodes", "daemonset", klog.KObj(ds), "status", s.Message())
+			d.pods[ds.UID] = daemonPod{generation: ds.Generation}
 			continue
 		}
-		out = append(out, planning.NewPod(pod, &filterChecker{handle: h, state: state, pod: pod}))
+		d.pods[ds.UID] = daemonPod{generation: ds.Generation, pod: planning.NewPod(pod, &filterChecker{handle: d.handle, state: state, pod: pod})}
+	}
+	for uid := range d.pods {
+		if !seen[uid] {
+			delete(d.pods, uid)
+		}
+	}
+}
+
+// list returns the daemon pods as last refreshed.
+func (d *daemons) list(context.Context) []*planning.Pod {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*planning.Pod, 0, len(d.pods))
+	for _, dp := range d.pods {
+		if dp.pod != nil {
+			out = append(out, dp.pod)
+		}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,7 @@ func runLeaderElected(ctx context.Context, h framework.Handle, name string, f fu
 		Client:     h.ClientSet().CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	var term sync.Mutex
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -35,7 +37,13 @@ func runLeaderElected(ctx context.Context, h framework.Handle, name string, f fu
 			ReleaseOnCancel: true,
 			Name:            name,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: f,
+				OnStartedLeading: func(ctx context.Context) {
+					// RunOrDie returns when the lease is lost, possibly before f has: a new term
+					// waits here for the previous one to end, so two never overlap.
+					term.Lock()
+					defer term.Unlock()
+					f(ctx)
+				},
 				OnStoppedLeading: func() { logger.Info("Lost lease", "lease", name) },
 			},
 		})

@@ -36,11 +36,12 @@ const Name = "Tailor"
 
 // Plugin implements PostFilter, Reserve and Unreserve.
 type Plugin struct {
-	handle framework.Handle
-	args   *config.TailorArgs
-	ledger *ledger.Ledger
-	prov   *provisioning.Provisioner
-	ready  atomic.Bool
+	handle  framework.Handle
+	args    *config.TailorArgs
+	ledger  *ledger.Ledger
+	prov    *provisioning.Provisioner
+	daemons *daemons
+	ready   atomic.Bool
 
 	// starting holds pods that failed while Tailor was starting; they are activated once it is
 	// ready instead of waiting for the scheduler's periodic flush.
@@ -83,7 +84,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
 	// Informers must be requested here, before the scheduler starts the factory, or they never run.
 	daemonSets.Informer()
-	pl := &Plugin{handle: h, args: args, ledger: ledger.New()}
+	pl := &Plugin{handle: h, args: args, ledger: ledger.New(), daemons: &daemons{handle: h, lister: daemonSets.Lister()}}
 	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) {
 		m := make(map[string]*corev1.Pod, len(ps))
@@ -97,7 +98,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	pl.prov = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
-		Daemons:  func(ctx context.Context) []*planning.Pod { return daemonPods(ctx, h, daemonSets.Lister()) },
+		Daemons:  pl.daemons.list,
 		Observed: observed,
 	})
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -122,7 +123,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	launcher := pl.prov.Launcher()
 	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
-		UpdateFunc: func(_, obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		UpdateFunc: func(old, obj interface{}) { launcher.Follow(old.(*v1alpha1.Claim), obj.(*v1alpha1.Claim)) },
 		DeleteFunc: func(obj interface{}) { launcher.Release(obj.(*v1alpha1.Claim)) },
 	}); err != nil {
 		return nil, err
@@ -181,6 +182,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		pl.startingMu.Unlock()
 		return nil, fwk.NewStatus(fwk.Unschedulable, "Tailor is starting")
 	}
+	pl.daemons.refresh(ctx)
 	pl.prov.Enqueue(planning.NewPod(pod, &filterChecker{handle: pl.handle, state: state.Clone(), pod: pod}))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
 }

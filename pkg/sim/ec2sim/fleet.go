@@ -371,7 +371,7 @@ func (s *Sim) launch(c *fleetCandidate, capType cloud.CapacityType, fleetID, tok
 	in := &instance{
 		id: s.newID("i"), instanceType: c.instanceType, subnetID: c.sn.id, zone: c.sn.zone,
 		vpcID: c.sn.vpcID, imageID: c.imageID, reservationID: reservationID, fleetID: fleetID,
-		clientToken: token, capacityType: capType, launched: s.clock.Now(),
+		clientToken: token, capacityType: capType, launched: s.clock.Now(), pendingFor: s.opts.PendingFor,
 		arch: s.imageByID[c.imageID].arch,
 	}
 	ip, off, _ := c.sn.allocate(in.id)

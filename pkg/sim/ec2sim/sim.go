@@ -515,6 +515,15 @@ type Fault struct {
 	AfterEffect bool
 }
 
+// SetPendingFor changes how long instances launched from now on stay pending (Immediately, or a
+// negative value, for no time); instances already launched keep theirs. Tests use it to hold a
+// launched instance back from running, as a slow boot would.
+func (s *Sim) SetPendingFor(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.PendingFor = durationOption(d, time.Second)
+}
+
 // delayAndFail applies the fault's latency and error to a request. It reports whether the
 // request is finished: an error was written, or the client went away while waiting.
 func (f *Fault) delayAndFail(r *http.Request, writeErr func(*apiError)) bool {

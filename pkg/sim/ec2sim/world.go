@@ -138,8 +138,9 @@ type instance struct {
 	profileArn                                       string
 	groups                                           []ec2types.GroupIdentifier
 	launched                                         time.Time
-	terminating                                      time.Time // zero until TerminateInstances
-	released                                         bool      // IP returned to the subnet
+	pendingFor                                       time.Duration // fixed at launch
+	terminating                                      time.Time     // zero until TerminateInstances
+	released                                         bool          // IP returned to the subnet
 	tags                                             map[string]string
 }
 
@@ -156,7 +157,7 @@ func (in *instance) state(now time.Time, o Options) string {
 		}
 		return cloud.StateTerminated
 	}
-	if now.Before(in.launched.Add(o.PendingFor)) {
+	if now.Before(in.launched.Add(in.pendingFor)) {
 		return cloud.StatePending
 	}
 	return cloud.StateRunning
