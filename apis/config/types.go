@@ -66,3 +66,13 @@ type Selector struct {
 	IDs  []string
 	Tags map[string]string
 }
+
+// Pool returns the pool of that name, or nil.
+func (a *TailorArgs) Pool(name string) *Pool {
+	for i := range a.Pools {
+		if a.Pools[i].Name == name {
+			return &a.Pools[i]
+		}
+	}
+	return nil
+}

@@ -199,7 +199,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) {
 		return nil
 	}
-	pool := c.pool(cl.Spec.Pool)
+	pool := c.Args.Pool(cl.Spec.Pool)
 	if pool == nil {
 		return fmt.Errorf("claim %s names pool %q, which is not configured", cl.Name, cl.Spec.Pool)
 	}
@@ -343,15 +343,6 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
 	}
 	c.Activate(pods)
-}
-
-func (c *Controller) pool(name string) *config.Pool {
-	for i := range c.Args.Pools {
-		if c.Args.Pools[i].Name == name {
-			return &c.Args.Pools[i]
-		}
-	}
-	return nil
 }
 
 func hasTaint(n *corev1.Node, key string) bool {

@@ -298,7 +298,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 }
 
 func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instance, float64, []cloud.OfferingError, error) {
-	pool := l.pool(c.Spec.Pool)
+	pool := l.Args.Pool(c.Spec.Pool)
 	if pool == nil {
 		return nil, 0, nil, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
 	}
@@ -410,15 +410,6 @@ func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-func (l *Launcher) pool(name string) *config.Pool {
-	for i := range l.Args.Pools {
-		if l.Args.Pools[i].Name == name {
-			return &l.Args.Pools[i]
-		}
-	}
-	return nil
 }
 
 // Tags are the ownership tags of everything Tailor launches for a claim.
