@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -79,4 +80,23 @@ func hasTaint(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// A pod asking for a GPU gets a GPU type from the GPU pool, and the node offers the GPU.
+func TestGPUPod(t *testing.T) {
+	ns := newNamespace(t)
+	createPod(t, ns, "trainer", "2", "8Gi", withToleration("nvidia.com/gpu", "true"), func(p *corev1.Pod) {
+		gpu := resource.MustParse("1")
+		p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = gpu
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": gpu}
+	})
+	pods := waitRunning(t, ns, 1)
+	node := getNode(t, pods[0].Spec.NodeName)
+	it := instanceTypes(t)[node.Labels[corev1.LabelInstanceTypeStable]]
+	if it == nil || it.GPUCount < 1 || node.Labels[v1alpha1.LabelPool] != "gpu" {
+		t.Fatalf("pod runs on %s in pool %q, want a GPU type from the gpu pool", node.Labels[corev1.LabelInstanceTypeStable], node.Labels[v1alpha1.LabelPool])
+	}
+	if gpus := node.Status.Allocatable["nvidia.com/gpu"]; gpus.Value() < 1 {
+		t.Errorf("node %s offers %s nvidia.com/gpu", node.Name, gpus.String())
+	}
 }
