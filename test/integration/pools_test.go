@@ -1,14 +1,11 @@
 package integration
 
 import (
-	"context"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
@@ -49,17 +46,7 @@ func TestHostnameAntiAffinity(t *testing.T) {
 			TopologyKey:   corev1.LabelHostname,
 		}},
 	}}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spread"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](6),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "spread"}}, Spec: spec},
-		},
-	}
-	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDeployment(t, ns, "spread", 6, spec)
 	pods := waitRunning(t, ns, 6)
 	nodes := map[string]bool{}
 	for _, p := range pods {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/utils/ptr"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
@@ -108,20 +107,7 @@ func TestUnschedulablePodGetsCheapestNode(t *testing.T) {
 func TestBurstIsBatched(t *testing.T) {
 	ns := newNamespace(t)
 	fleets := world.Sim.Calls("CreateFleet")
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "burst"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](20),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "burst"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "burst"}},
-				Spec:       podSpec("250m", "512Mi"),
-			},
-		},
-	}
-	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDeployment(t, ns, "burst", 20, podSpec("250m", "512Mi"))
 	pods := waitRunning(t, ns, 20)
 
 	nodes := map[string]bool{}

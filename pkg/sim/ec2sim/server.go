@@ -64,6 +64,20 @@ const maxBody = 8 << 20
 
 // ServeHTTP answers EC2 Query protocol requests, SSM JSON requests (X-Amz-Target:
 // AmazonSSM.*), and GET /_ec2sim/state, a JSON summary of the world for people.
+// record counts and keeps a request (the newest maxRecorded per action) and returns the fault
+// that applies to it, if any.
+func (s *Sim) record(action string, params url.Values) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[action]++
+	rec := s.requests[action]
+	if len(rec) >= maxRecorded {
+		rec = slices.Delete(rec, 0, 1)
+	}
+	s.requests[action] = append(rec, params)
+	return s.takeFault(action)
+}
+
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	begin := time.Now()
 	if r.Method == http.MethodGet && r.URL.Path == "/_ec2sim/state" {
@@ -84,15 +98,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, "", missing("Action"), begin)
 		return
 	}
-	s.mu.Lock()
-	s.calls[action]++
-	rec := s.requests[action]
-	if len(rec) >= maxRecorded {
-		rec = slices.Delete(rec, 0, 1)
-	}
-	s.requests[action] = append(rec, cloneValues(r.Form))
-	fault := s.takeFault(action)
-	s.mu.Unlock()
+	fault := s.record(action, cloneValues(r.Form))
 
 	writeErr := func(e *apiError) { s.writeError(w, action, e, begin) }
 	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {

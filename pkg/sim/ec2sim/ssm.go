@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,15 +45,7 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 	rec := url.Values{}
 	flattenJSON("", params, rec)
 
-	s.mu.Lock()
-	s.calls[op]++
-	reqs := s.requests[op]
-	if len(reqs) >= maxRecorded {
-		reqs = slices.Delete(reqs, 0, 1)
-	}
-	s.requests[op] = append(reqs, rec)
-	fault := s.takeFault(op)
-	s.mu.Unlock()
+	fault := s.record(op, rec)
 	writeErr := func(e *apiError) { s.writeJSONError(w, op, e, begin) }
 	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {
 		return
