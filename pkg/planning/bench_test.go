@@ -1,4 +1,4 @@
-package planning_test
+package planning
 
 import (
 	"context"
@@ -13,16 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tailor-eks/tailor/apis/config"
-	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
-	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
-// realCatalog reads the shipped us-east-1 catalog the way production does: through the SDK,
-// from the simulator.
-func realCatalog(b *testing.B) []cloud.InstanceType {
+// benchTemplates are the example profile's pools over the real us-east-1 catalog, read the way
+// production reads it: through the SDK, from the simulator, in three zones.
+func benchTemplates(b *testing.B) []*Template {
 	b.Helper()
 	srv := httptest.NewServer(ec2sim.New(ec2sim.Options{ClusterName: "bench"}))
 	b.Cleanup(srv.Close)
@@ -35,57 +34,99 @@ func realCatalog(b *testing.B) []cloud.InstanceType {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return its
-}
-
-// resourcesOnly stands in for the Filter plugins: the benchmark measures the planner itself.
-var resourcesOnly = planning.CheckerFunc(func(context.Context, *corev1.Node, []*corev1.Pod) string { return "" })
-
-// BenchmarkPlanMixed plans plain pods of mixed sizes (cpu 100m–1.5, memory 100Mi–4Gi, ten
-// deployments) over the real catalog with the example general pool.
-func BenchmarkPlanMixed(b *testing.B) {
-	its := realCatalog(b)
-	pools := []config.Pool{{Name: "general", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{
-		{Key: "tailor.dev/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-		{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}},
-	}}}
-	tmpls, err := planning.Templates(pools, its, map[string][]string{"general": {"us-east-1a", "us-east-1b", "us-east-1c"}})
+	prof, err := profile.Load(manifests.SchedulerConfig, "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			pods := mixedPods(n)
-			var plan *planning.Plan
+	zones := map[string][]string{}
+	for _, pool := range prof.Tailor.Pools {
+		zones[pool.Name] = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+	}
+	tmpls, err := Templates(prof.Tailor.Pools, its, zones)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tmpls
+}
+
+// Workload kinds of Karpenter's scheduling benchmark.
+const (
+	plain = iota
+	zoneSpread
+	hostnameSpread
+	zoneAffinity
+	hostnameAntiAffinity
+	kinds
+)
+
+// benchPods makes n pods split evenly over the kinds (or all plain), each kind one workload,
+// every pod with its own cpu (100m–1.5) and memory (100Mi–4Gi), each with its PreFilter state
+// from the example profile's real plugins.
+func benchPods(b *testing.B, n int, mixed bool) []*Pod {
+	b.Helper()
+	fw := offline(b)
+	fw.SetSnapshot(nil, nil)
+	r := rand.New(rand.NewSource(1))
+	pods := make([]*Pod, n)
+	for i := range pods {
+		kind := plain
+		if mixed {
+			kind = i % kinds
+		}
+		app := fmt.Sprintf("kind-%d", kind)
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("%s-%d", app, i), UID: types.UID(fmt.Sprint(i)), Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(100+r.Int63n(1401), resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity((100+r.Int63n(3997))<<20, resource.BinarySI),
+			}}}}},
+		}
+		self := &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+		switch kind {
+		case zoneSpread:
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: self}}
+		case hostnameSpread:
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: self}}
+		case zoneAffinity:
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelTopologyZone, LabelSelector: self}}}}
+		case hostnameAntiAffinity:
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: self}}}}
+		}
+		pods[i] = NewPod(p, filterFor(b, p))
+	}
+	return pods
+}
+
+// BenchmarkPlan plans Karpenter's benchmark shape (1k, 5k, 20k pods: plain, zone spread,
+// hostname spread, zone affinity, hostname anti-affinity) and a plain mixed workload over the
+// real catalog, reporting pods/s, nodes, $/h and $/h over the LP lower bound.
+func BenchmarkPlan(b *testing.B) {
+	tmpls := benchTemplates(b)
+	for _, tc := range []struct {
+		name  string
+		n     int
+		mixed bool
+	}{
+		{"karpenter-shape/pods=1000", 1000, true},
+		{"karpenter-shape/pods=5000", 5000, true},
+		{"karpenter-shape/pods=20000", 20000, true},
+		{"plain-mixed/pods=1000", 1000, false},
+		{"plain-mixed/pods=5000", 5000, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			pods := benchPods(b, tc.n, tc.mixed)
+			var plan *Plan
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				plan = (&planning.Planner{Templates: tmpls}).Plan(context.Background(), pods)
+				plan = (&Planner{Templates: tmpls}).Plan(context.Background(), pods)
 			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			b.StopTimer()
+			if len(plan.Unschedulable) > 0 {
+				b.Fatalf("%d pods unschedulable, e.g. %s: %s", len(plan.Unschedulable), plan.Unschedulable[0].Pod.Name, plan.Unschedulable[0].Reason)
+			}
+			b.ReportMetric(float64(tc.n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(len(plan.Nodes)), "nodes")
 			b.ReportMetric(plan.PricePerHour(), "$/h")
 		})
 	}
-}
-
-func mixedPods(n int) []*planning.Pod {
-	r := rand.New(rand.NewSource(1))
-	const deployments = 10
-	var sizes [deployments]corev1.ResourceList
-	for d := range sizes {
-		sizes[d] = corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(100+r.Int63n(1400), resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity((100+r.Int63n(3996))<<20, resource.BinarySI),
-		}
-	}
-	pods := make([]*planning.Pod, n)
-	for i := range pods {
-		d := i % deployments
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("d%d-%d", d, i), UID: types.UID(fmt.Sprint(i)), Labels: map[string]string{"app": fmt.Sprint(d)}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: sizes[d]}}}},
-		}
-		pods[i] = planning.NewPod(p, resourcesOnly)
-	}
-	return pods
 }

@@ -3,6 +3,7 @@ package planning
 import (
 	"encoding/json"
 	"hash/fnv"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -12,35 +13,71 @@ import (
 type Pod struct {
 	Pod      *corev1.Pod
 	Requests corev1.ResourceList
-	// Check asks the scheduler whether this pod fits the node (with the pods already placed on it).
-	Check Checker
+	// Filter asks the scheduler's Filter plugins whether the pod fits a node. Pods only placed
+	// (never planned) may leave it nil.
+	Filter *FilterState
 }
 
 // NewPod computes a pod's effective requests the way the scheduler does.
-func NewPod(p *corev1.Pod, check Checker) *Pod {
-	return &Pod{Pod: p, Requests: resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), Check: check}
+func NewPod(p *corev1.Pod, f *FilterState) *Pod {
+	return &Pod{Pod: p, Requests: resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), Filter: f}
 }
 
-// class is a set of pods with identical scheduling constraints (e.g. replicas of one template):
-// the Filter plugins give the same verdict for all of them on an empty template node, so that
-// verdict is computed once.
+// class is a set of pods with identical scheduling constraints (e.g. replicas of one template,
+// whatever their requests): the Filter plugins give them the same verdict on a node whose
+// allocatable is inflated (see inflate), so that verdict is asked once for the class, and the
+// class's state follows the plan as it grows.
 type class struct {
-	key  uint64
-	pods []*Pod
-	// compatible lists indexes into the planner's templates that hold one pod of the class,
-	// restricted to the highest-weight pool that has any.
-	compatible []int
+	key     uint64
+	members []*member
+	// minReq is the smallest request in every dimension; a node without that much room is
+	// full for the class.
+	minReq vec
+	// compatible lists indexes into the planner's templates that accept the class, restricted
+	// to the highest-weight pool that has any; compatibleSet is the same as a set.
+	compatible    []int
+	compatibleSet map[int]bool
 	// reasons counts why templates were rejected, for the explanation.
 	reasons map[string]int
+	// interPod marks classes with required pod affinity or anti-affinity terms. They are placed
+	// after the others: the scheduler skips the inter-pod check for a pod with no terms of its
+	// own when no running pod has anti-affinity, so only the class that carries the terms can
+	// keep them.
+	interPod bool
+	// spreadKeys are the topology keys of the class's hard topology spread constraints.
+	spreadKeys []string
+
+	// While the class is being placed: its state forked from the first pod's, how much of the
+	// plan's placement log it has seen, the templates standing for each spread domain, and the
+	// log length at which those domains were last refreshed.
+	state       *FilterState
+	synced      int
+	domains     []int
+	refreshedAt int
 }
 
-// classKey hashes everything the Filter plugins look at on the pod side.
+type member struct {
+	pod *Pod
+	req vec
+}
+
+func (c *class) rep() *Pod { return c.members[0].pod }
+
+// classKey hashes everything the Filter plugins look at on the pod side, except the amounts of
+// the requests: which resources a pod requests is part of the key, how much is not.
 func classKey(p *Pod) uint64 {
 	s := &p.Pod.Spec
+	names := make([]string, 0, len(p.Requests))
+	for name, q := range p.Requests {
+		if !q.IsZero() {
+			names = append(names, string(name))
+		}
+	}
+	sort.Strings(names)
 	b, _ := json.Marshal(struct {
 		Namespace      string
 		Labels         map[string]string
-		Requests       corev1.ResourceList
+		Resources      []string
 		NodeSelector   map[string]string
 		Affinity       *corev1.Affinity
 		Tolerations    []corev1.Toleration
@@ -50,7 +87,7 @@ func classKey(p *Pod) uint64 {
 		NodeName       string
 		PriorityClass  string
 		ResourceClaims []corev1.PodResourceClaim
-	}{p.Pod.Namespace, p.Pod.Labels, p.Requests, s.NodeSelector, s.Affinity, s.Tolerations, s.TopologySpreadConstraints, s.Volumes, hostPorts(s), s.NodeName, s.PriorityClassName, s.ResourceClaims})
+	}{p.Pod.Namespace, p.Pod.Labels, names, s.NodeSelector, s.Affinity, s.Tolerations, s.TopologySpreadConstraints, s.Volumes, hostPorts(s), s.NodeName, s.PriorityClassName, s.ResourceClaims})
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	return h.Sum64()
@@ -66,4 +103,23 @@ func hostPorts(s *corev1.PodSpec) []corev1.ContainerPort {
 		}
 	}
 	return out
+}
+
+func hasInterPodTerms(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	return a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+func hardSpreadKeys(p *corev1.Pod) []string {
+	var keys []string
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			keys = append(keys, c.TopologyKey)
+		}
+	}
+	return keys
 }

@@ -9,21 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
-
-// Checker answers, for one pod, whether the scheduler's Filter plugins accept a node that already
-// runs the placed pods. An empty reason means the pod fits.
-type Checker interface {
-	Fits(ctx context.Context, node *corev1.Node, placed []*corev1.Pod) (reason string)
-}
-
-// CheckerFunc adapts a function to Checker.
-type CheckerFunc func(ctx context.Context, node *corev1.Node, placed []*corev1.Pod) string
-
-// Fits calls f.
-func (f CheckerFunc) Fits(ctx context.Context, node *corev1.Node, placed []*corev1.Pod) string {
-	return f(ctx, node, placed)
-}
 
 // Plan is the planner's answer for one batch.
 type Plan struct {
@@ -66,80 +54,112 @@ type Planner struct {
 	MaxAlternatives int
 }
 
-// Plan packs pods onto new nodes: pods of one class fill a node of the template that is cheapest
-// per pod it can hold, every placement confirmed by the pods' Checker with the node's other
-// planned pods in place; each node is then shrunk to the cheapest type that still holds its pods.
+// sweepLimit bounds how many nodes that refused a class are asked again before a new node is
+// opened for it. Refusals by topology spread can turn into acceptances as other domains fill;
+// asking every refusing node again for every pod would make hostname anti-affinity quadratic.
+const sweepLimit = 16
+
+// Plan packs pods onto new nodes. Classes of pods are placed one after the other: each pod goes
+// to the first planned node with room whose Filter verdict (the class's state, which has seen
+// every pod placed so far) accepts it, else onto a new node of the class's cheapest-per-pod
+// template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
+	ps := pl.newPlanState(ctx)
 	plan := &Plan{}
-	classes := pl.classify(ctx, pods)
-	var nodes []*plannedNode
-	for _, c := range classes {
+	for _, c := range ps.classify(pods) {
 		if len(c.compatible) == 0 {
-			reason := pl.explain(c)
-			for _, p := range c.pods {
-				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.Pod, Reason: reason})
+			reason := pl.explain(c.rep().Requests, c.reasons)
+			for _, m := range c.members {
+				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: m.pod.Pod, Reason: reason})
 			}
 			continue
 		}
-		compatible := make(map[int]bool, len(c.compatible))
-		for _, ti := range c.compatible {
-			compatible[ti] = true
-		}
-		for i, p := range c.pods {
-			placed := false
-			for _, n := range nodes {
-				if compatible[n.template] && n.tryAdd(ctx, pl.Templates[n.template], p) {
-					n.classes[c] = true
-					placed = true
-					break
-				}
-			}
-			if placed {
-				continue
-			}
-			ti := pl.bestTemplate(c, len(c.pods)-i)
-			n := &plannedNode{name: fmt.Sprintf("planned-%d", len(nodes)), template: ti, classes: map[*class]bool{c: true}}
-			if !n.tryAdd(ctx, pl.Templates[ti], p) {
-				// The template held the pod alone when classified; only pods of this batch can
-				// make it refuse now, which a fresh node of the same template cannot fix.
-				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.Pod, Reason: "conflicts with other pods of the same batch on every planned node"})
-				continue
-			}
-			nodes = append(nodes, n)
-		}
+		plan.Unschedulable = append(plan.Unschedulable, ps.placeClass(c)...)
 	}
-	for _, n := range nodes {
-		plan.Nodes = append(plan.Nodes, pl.finish(n))
+	for _, n := range ps.nodes {
+		plan.Nodes = append(plan.Nodes, ps.finish(n))
 	}
 	return plan
 }
 
-// classify groups the pods into classes and finds each class's compatible templates.
-func (pl *Planner) classify(ctx context.Context, pods []*Pod) []*class {
+type planState struct {
+	ctx   context.Context
+	pl    *Planner
+	dims  *dims
+	avail []vec
+	infos []*framework.NodeInfo
+	nodes []*openNode
+	// log is every pod placed so far (daemons included), in order; classes catch up on it.
+	log []placement
+}
+
+type openNode struct {
+	name     string
+	template int
+	info     *framework.NodeInfo
+	used     vec
+	pods     []*Pod
+	classes  map[*class]bool
+}
+
+type placement struct {
+	pod  fwk.PodInfo
+	node *openNode
+}
+
+func (pl *Planner) newPlanState(ctx context.Context) *planState {
+	ps := &planState{ctx: context.WithoutCancel(ctx), pl: pl, dims: newDims(), infos: make([]*framework.NodeInfo, len(pl.Templates))}
+	ps.avail = make([]vec, len(pl.Templates))
+	for i, t := range pl.Templates {
+		ps.avail[i] = ps.dims.vec(t.Available, false)
+	}
+	return ps
+}
+
+// templateInfo is the NodeInfo of an empty node of template ti (allocatable inflated, daemons on).
+func (ps *planState) templateInfo(ti int) *framework.NodeInfo {
+	if ps.infos[ti] == nil {
+		t := ps.pl.Templates[ti]
+		ps.infos[ti] = nodeInfo(inflate(t.Node), t.Daemons...)
+	}
+	return ps.infos[ti]
+}
+
+// classify groups the pods into classes, finds each class's compatible templates, and orders
+// the classes for placement.
+func (ps *planState) classify(pods []*Pod) []*class {
 	byKey := map[uint64]*class{}
 	var classes []*class
 	for _, p := range pods {
 		k := classKey(p)
 		c, ok := byKey[k]
 		if !ok {
-			c = &class{key: k, reasons: map[string]int{}}
+			c = &class{key: k, reasons: map[string]int{}, interPod: hasInterPodTerms(p.Pod), spreadKeys: hardSpreadKeys(p.Pod)}
 			byKey[k] = c
 			classes = append(classes, c)
 		}
-		c.pods = append(c.pods, p)
+		c.members = append(c.members, &member{pod: p, req: ps.dims.vec(p.Requests, true)})
 	}
 	for _, c := range classes {
-		rep := c.pods[0]
+		sort.SliceStable(c.members, func(i, j int) bool { return size(c.members[i].pod.Requests) > size(c.members[j].pod.Requests) })
+		c.minReq = append(vec(nil), c.members[0].req...)
+		for _, m := range c.members[1:] {
+			for i := range c.minReq {
+				if i >= len(m.req) || m.req[i] < c.minReq[i] {
+					c.minReq[i] = 0
+					if i < len(m.req) {
+						c.minReq[i] = m.req[i]
+					}
+				}
+			}
+		}
+		rep := c.rep()
 		bestWeight := int32(math.MinInt32)
-		for ti, t := range pl.Templates {
+		for ti, t := range ps.pl.Templates {
 			if t.Pool.Weight < bestWeight {
 				continue
 			}
-			if r := insufficient(t.Available, nil, 0, rep.Requests); r != "" {
-				c.reasons[r]++
-				continue
-			}
-			if r := rep.Check.Fits(ctx, t.Node, t.Daemons); r != "" {
+			if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" {
 				c.reasons[r]++
 				continue
 			}
@@ -148,72 +168,253 @@ func (pl *Planner) classify(ctx context.Context, pods []*Pod) []*class {
 			}
 			c.compatible = append(c.compatible, ti)
 		}
+		c.compatibleSet = make(map[int]bool, len(c.compatible))
+		for _, ti := range c.compatible {
+			c.compatibleSet[ti] = true
+		}
 	}
-	// Big pods first: they decide node sizes, small ones fill the gaps.
+	// Classes without inter-pod terms first (see class.interPod), then big pods first: they
+	// decide node sizes, small ones fill the gaps.
 	sort.SliceStable(classes, func(i, j int) bool {
-		return size(classes[i].pods[0].Requests) > size(classes[j].pods[0].Requests)
+		if classes[i].interPod != classes[j].interPod {
+			return !classes[i].interPod
+		}
+		return size(classes[i].rep().Requests) > size(classes[j].rep().Requests)
 	})
 	return classes
 }
 
-// bestTemplate picks, among the class's templates, the one with the lowest price per pod of the
-// class it would hold, counting at most the pods still to place.
-func (pl *Planner) bestTemplate(c *class, remaining int) int {
-	best, bestCost := -1, math.Inf(1)
-	for _, ti := range c.compatible {
-		t := pl.Templates[ti]
-		k := fitCount(t.Available, c.pods[0].Requests)
-		if k > remaining {
-			k = remaining
+// placeClass places every pod of c and returns those it could not.
+func (ps *planState) placeClass(c *class) []Unschedulable {
+	c.state = c.rep().Filter.Fork()
+	ps.sync(c)
+	ps.chooseDomains(c)
+	order := ps.openOrder(c)
+	var cands, refused []*openNode
+	for _, n := range ps.nodes {
+		if c.compatibleSet[n.template] && fits(ps.avail[n.template], n.used, c.minReq) {
+			cands = append(cands, n)
 		}
-		if k < 1 {
+	}
+	var out []Unschedulable
+	for _, m := range c.members {
+		var target *openNode
+		for i := 0; i < len(cands) && target == nil; i++ {
+			n := cands[i]
+			if !fits(ps.avail[n.template], n.used, m.req) {
+				if !fits(ps.avail[n.template], n.used, c.minReq) {
+					cands = append(cands[:i], cands[i+1:]...)
+					i--
+				}
+				continue
+			}
+			if ps.filter(c, n.info) != "" {
+				cands = append(cands[:i], cands[i+1:]...)
+				i--
+				refused = append(refused, n)
+				continue
+			}
+			target = n
+		}
+		for j, tries := len(refused)-1, 0; target == nil && j >= 0 && tries < sweepLimit; j-- {
+			n := refused[j]
+			if !fits(ps.avail[n.template], n.used, m.req) {
+				continue
+			}
+			tries++
+			if ps.filter(c, n.info) == "" {
+				target = n
+				refused = append(refused[:j], refused[j+1:]...)
+				cands = append(cands, n)
+			}
+		}
+		if target == nil {
+			if target = ps.open(c, m, order); target != nil {
+				cands = append(cands, target)
+			}
+		}
+		if target == nil {
+			out = append(out, Unschedulable{Pod: m.pod.Pod, Reason: ps.whyNot(c, m)})
 			continue
 		}
-		if cost := t.Offering.PricePerHour / float64(k); cost < bestCost {
-			best, bestCost = ti, cost
+		ps.place(c, target, m)
+	}
+	return out
+}
+
+// sync lets the class's state see every placement it has not seen yet.
+func (ps *planState) sync(c *class) {
+	for ; c.synced < len(ps.log); c.synced++ {
+		p := ps.log[c.synced]
+		c.state.AddPod(ps.ctx, p.pod, p.node.info)
+	}
+}
+
+// chooseDomains picks, for each hard topology spread key of the class, one template per value
+// of the key, pool and architecture: the nodes Tailor may launch. The scheduler counts a domain
+// once a node is in it, and whether a node counts for the class is the spread plugin's own call
+// (its node inclusion policies), so every launchable kind of node is offered to it, not only
+// those the class may use: a zone that only other pools reach still counts against the skew.
+// A zone where no node runs yet is a domain the pods may spread to; the scheduler only knows
+// domains that have nodes, and refresh makes the class's state know these.
+func (ps *planState) chooseDomains(c *class) {
+	if len(c.spreadKeys) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, key := range c.spreadKeys {
+		for ti, t := range ps.pl.Templates {
+			v, ok := t.Node.Labels[key]
+			id := key + "=" + v + "/" + t.Pool.Name + "/" + t.Type.Arch
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			c.domains = append(c.domains, ti)
 		}
 	}
-	if best < 0 {
-		return c.compatible[0]
+	c.refreshedAt = -1
+}
+
+// refresh passes one pod of the class through each domain's template node and out again (the
+// PreFilter extensions' AddPod then RemovePod). It leaves every count as it was, but it makes
+// topology spread know each domain, and it restores the spread plugin's record of the two
+// emptiest domains, which it keeps exactly only for preemption's one-node edits: after pods
+// have been added across many domains, a domain it no longer tracks may be the emptiest.
+func (ps *planState) refresh(c *class) {
+	if len(c.domains) == 0 || c.refreshedAt == len(ps.log) {
+		return
 	}
-	return best
+	c.refreshedAt = len(ps.log)
+	pi, err := framework.NewPodInfo(c.rep().Pod)
+	if err != nil {
+		return
+	}
+	for _, ti := range c.domains {
+		info := ps.templateInfo(ti)
+		c.state.AddPod(ps.ctx, pi, info)
+		c.state.RemovePod(ps.ctx, pi, info)
+	}
+}
+
+func (ps *planState) filter(c *class, info *framework.NodeInfo) string {
+	ps.refresh(c)
+	return c.state.Filter(ps.ctx, info)
+}
+
+// openOrder sorts the class's templates by price per pod of the class's average size they
+// hold (counting at most the class's pods), cheapest first.
+func (ps *planState) openOrder(c *class) []int {
+	avg := make(vec, len(ps.dims.names))
+	for _, m := range c.members {
+		avg = avg.add(m.req)
+	}
+	n := int64(len(c.members))
+	for i := range avg {
+		avg[i] = (avg[i] + n - 1) / n
+	}
+	cost := make(map[int]float64, len(c.compatible))
+	for _, ti := range c.compatible {
+		k := fitCount(ps.avail[ti], avg)
+		if k > len(c.members) {
+			k = len(c.members)
+		}
+		if k < 1 {
+			k = 1
+		}
+		cost[ti] = ps.pl.Templates[ti].Offering.PricePerHour / float64(k)
+	}
+	order := append([]int(nil), c.compatible...)
+	sort.SliceStable(order, func(i, j int) bool { return cost[order[i]] < cost[order[j]] })
+	return order
+}
+
+// open starts a node for m on the first template in order that holds it and whose Filter
+// verdict accepts it.
+func (ps *planState) open(c *class, m *member, order []int) *openNode {
+	for _, ti := range order {
+		if !fits(ps.avail[ti], nil, m.req) {
+			continue
+		}
+		if ps.filter(c, ps.templateInfo(ti)) != "" {
+			continue
+		}
+		t := ps.pl.Templates[ti]
+		name := fmt.Sprintf("planned-%d", len(ps.nodes))
+		n := &openNode{name: name, template: ti, classes: map[*class]bool{}}
+		n.info = nodeInfo(inflate(nodeNamed(t, name)), t.Daemons...)
+		for _, d := range n.info.Pods {
+			ps.log = append(ps.log, placement{pod: d, node: n})
+		}
+		ps.sync(c)
+		ps.nodes = append(ps.nodes, n)
+		return n
+	}
+	return nil
+}
+
+func (ps *planState) place(c *class, n *openNode, m *member) {
+	pi, err := framework.NewPodInfo(m.pod.Pod)
+	if err != nil {
+		return
+	}
+	n.info.AddPodInfo(pi)
+	n.used = n.used.add(m.req)
+	n.pods = append(n.pods, m.pod)
+	n.classes[c] = true
+	ps.log = append(ps.log, placement{pod: pi, node: n})
+	ps.sync(c)
+}
+
+// whyNot explains a pod of a class that has compatible templates but got no node.
+func (ps *planState) whyNot(c *class, m *member) string {
+	for _, ti := range c.compatible {
+		if fits(ps.avail[ti], nil, m.req) {
+			return "conflicts with other pods of the same batch on every node Tailor could plan"
+		}
+	}
+	reasons := map[string]int{}
+	for _, ti := range c.compatible {
+		reasons[ps.dims.missing(ps.avail[ti], nil, m.req)]++
+	}
+	return ps.pl.explain(m.pod.Requests, reasons)
 }
 
 // finish shrinks a planned node to the cheapest template of its pool, zone and capacity type that
 // every one of its classes accepts and whose allocatable holds the node's pods.
-func (pl *Planner) finish(n *plannedNode) *PlannedNode {
-	max := pl.MaxAlternatives
+func (ps *planState) finish(n *openNode) *PlannedNode {
+	max := ps.pl.MaxAlternatives
 	if max <= 0 {
 		max = 10
 	}
-	chosen := pl.Templates[n.template]
+	chosen := ps.pl.Templates[n.template]
 	var alts []*Template
-	var common map[int]bool
-	for c := range n.classes {
-		set := make(map[int]bool, len(c.compatible))
-		for _, ti := range c.compatible {
-			if common == nil || common[ti] {
-				set[ti] = true
-			}
-		}
-		common = set
-	}
-	for ti, t := range pl.Templates { // templates are sorted by price
+	for ti, t := range ps.pl.Templates { // templates are sorted by price
 		if len(alts) == max {
 			break
 		}
-		if !common[ti] || !launchableTogether(t, chosen) {
+		if !launchableTogether(t, chosen) || !fits(ps.avail[ti], nil, n.used) {
 			continue
 		}
-		if insufficient(t.Available, nil, len(n.pods)-1, n.requests) != "" {
-			continue
+		ok := true
+		for c := range n.classes {
+			if !c.compatibleSet[ti] {
+				ok = false
+				break
+			}
 		}
-		alts = append(alts, t)
+		if ok {
+			alts = append(alts, t)
+		}
 	}
 	if len(alts) == 0 {
 		alts = []*Template{chosen}
 	}
-	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: n.requests}
+	var requests corev1.ResourceList
+	for _, p := range n.pods {
+		requests = addResources(requests, p.Requests)
+	}
+	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: requests}
 }
 
 // launchableTogether says whether two templates can be alternatives of one launch: same pool,
@@ -223,82 +424,12 @@ func launchableTogether(a, b *Template) bool {
 		a.Type.Arch == b.Type.Arch && (a.Type.GPUCount > 0) == (b.Type.GPUCount > 0)
 }
 
-type plannedNode struct {
-	name     string
-	template int
-	pods     []*Pod
-	requests corev1.ResourceList
-	classes  map[*class]bool
-}
-
-func (n *plannedNode) tryAdd(ctx context.Context, t *Template, p *Pod) bool {
-	if insufficient(t.Available, n.requests, len(n.pods), p.Requests) != "" {
-		return false
-	}
-	placed := make([]*corev1.Pod, 0, len(t.Daemons)+len(n.pods))
-	placed = append(placed, t.Daemons...)
-	for _, q := range n.pods {
-		placed = append(placed, q.Pod)
-	}
-	if p.Check.Fits(context.WithoutCancel(ctx), nodeNamed(t, n.name), placed) != "" {
-		return false
-	}
-	n.pods = append(n.pods, p)
-	n.requests = addResources(n.requests, p.Requests)
-	return true
-}
-
-// insufficient says which resource a node with allocatable alloc, already holding podCount pods
-// that request used, lacks for a pod requesting req ("" if none).
-func insufficient(alloc, used corev1.ResourceList, podCount int, req corev1.ResourceList) string {
-	podsAlloc := alloc[corev1.ResourcePods]
-	if int64(podCount+1) > podsAlloc.Value() {
-		return "Too many pods"
-	}
-	for name, q := range req {
-		if q.IsZero() || name == corev1.ResourcePods {
-			continue
-		}
-		need := q.DeepCopy()
-		if u, ok := used[name]; ok {
-			need.Add(u)
-		}
-		if a, ok := alloc[name]; !ok || need.Cmp(a) > 0 {
-			return "Insufficient " + string(name)
-		}
-	}
-	return ""
-}
-
-// fitCount is how many pods requesting req an empty node with allocatable alloc holds.
-func fitCount(alloc, req corev1.ResourceList) int {
-	pods := alloc[corev1.ResourcePods]
-	n := pods.Value()
-	for name, q := range req {
-		if q.IsZero() || name == corev1.ResourcePods {
-			continue
-		}
-		a := alloc[name]
-		if k := a.MilliValue() / q.MilliValue(); k < n {
-			n = k
-		}
-	}
-	return int(n)
-}
-
-// size orders pods for packing by their CPU plus memory (1 CPU ~ 4 GiB).
-func size(req corev1.ResourceList) float64 {
-	cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
-	return float64(cpu.MilliValue())/1000 + float64(mem.Value())/float64(4<<30)
-}
-
-// explain says why no template accepted a class: first a request beyond the largest allowed
-// type, else the Filter plugins' most common verdicts.
-func (pl *Planner) explain(c *class) string {
+// explain says why no template accepted a pod requesting req: first a request beyond the
+// largest allowed type, else the most common verdicts.
+func (pl *Planner) explain(req corev1.ResourceList, reasons map[string]int) string {
 	if len(pl.Templates) == 0 {
 		return "no pool has a launchable instance type (check the pools' requirements, zones and subnets)"
 	}
-	req := c.pods[0].Requests
 	names := make([]string, 0, len(req))
 	for name := range req {
 		names = append(names, string(name))
@@ -328,7 +459,7 @@ func (pl *Planner) explain(c *class) string {
 		n      int
 	}
 	var rcs []rc
-	for r, n := range c.reasons {
+	for r, n := range reasons {
 		rcs = append(rcs, rc{r, n})
 	}
 	sort.Slice(rcs, func(i, j int) bool {
@@ -345,20 +476,34 @@ func (pl *Planner) explain(c *class) string {
 }
 
 // FitOnto places as many of the candidate pods as fit on an in-flight node of template t (named
-// nodeName, already planned to hold placed), each confirmed by its Checker with the daemons and
-// every pod placed so far on the node. It returns the accepted pods, so capacity already being
-// launched is used before anything new is.
+// nodeName, already planned to hold placed), each confirmed by its Filter plugins with the
+// daemons and every pod placed so far on the node. It returns the accepted pods, so capacity
+// already being launched is used before anything new is.
 func FitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod) []*Pod {
-	n := &plannedNode{name: nodeName}
+	d := newDims()
+	avail := d.vec(t.Available, false)
+	info := nodeInfo(inflate(nodeNamed(t, nodeName)), t.Daemons...)
+	var used vec
 	for _, p := range placed {
-		n.pods = append(n.pods, p)
-		n.requests = addResources(n.requests, p.Requests)
+		used = used.add(d.vec(p.Requests, true))
+		info.AddPod(p.Pod)
 	}
 	var accepted []*Pod
 	for _, p := range candidates {
-		if n.tryAdd(ctx, t, p) {
-			accepted = append(accepted, p)
+		req := d.vec(p.Requests, true)
+		if !fits(avail, used, req) {
+			continue
 		}
+		state := p.Filter.Fork()
+		for _, pi := range info.Pods {
+			state.AddPod(ctx, pi, info)
+		}
+		if state.Filter(ctx, info) != "" {
+			continue
+		}
+		info.AddPod(p.Pod)
+		used = used.add(req)
+		accepted = append(accepted, p)
 	}
 	return accepted
 }

@@ -15,19 +15,6 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
-// checkerFor stands in for the Filter plugins in unit tests: it honours nodeSelector only.
-// The integration tests run the real plugins.
-func checkerFor(p *corev1.Pod) Checker {
-	return CheckerFunc(func(_ context.Context, node *corev1.Node, _ []*corev1.Pod) string {
-		for k, v := range p.Spec.NodeSelector {
-			if node.Labels[k] != v {
-				return "node(s) didn't match Pod's node affinity/selector"
-			}
-		}
-		return ""
-	})
-}
-
 func testTypes() []cloud.InstanceType {
 	mk := func(name, arch string, cpu, memMiB int64, enis, ips int64, price float64) cloud.InstanceType {
 		return cloud.InstanceType{Name: name, Arch: arch, VCPUs: cpu, MemoryMiB: memMiB, MaxENIs: enis, IPv4PerENI: ips,
@@ -59,13 +46,13 @@ func testPlanner(t *testing.T, pools ...config.Pool) *Planner {
 	return &Planner{Templates: tmpls}
 }
 
-func pod(name, cpu, mem string, sel map[string]string) *Pod {
+func pod(t testing.TB, name, cpu, mem string, sel map[string]string) *Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)},
 		Spec: corev1.PodSpec{NodeSelector: sel, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
 	}
-	return NewPod(p, checkerFor(p))
+	return NewPod(p, filterFor(t, p))
 }
 
 func TestPlan(t *testing.T) {
@@ -76,17 +63,17 @@ func TestPlan(t *testing.T) {
 		wantType      string // of every node, if set
 		unschedulable string // substring of the reason, if the pods cannot be served
 	}{
-		{name: "one small pod gets the cheapest type", pods: []*Pod{pod("a", "100m", "128Mi", nil)}, maxNodes: 1, wantType: "m6g.large"},
-		{name: "amd64 selector", pods: []*Pod{pod("a", "100m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})}, maxNodes: 1, wantType: "c5.large"},
+		{name: "one small pod gets the cheapest type", pods: []*Pod{pod(t, "a", "100m", "128Mi", nil)}, maxNodes: 1, wantType: "m6g.large"},
+		{name: "amd64 selector", pods: []*Pod{pod(t, "a", "100m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})}, maxNodes: 1, wantType: "c5.large"},
 		{name: "twenty identical pods share few nodes", pods: func() []*Pod {
 			var ps []*Pod
 			for i := 0; i < 20; i++ {
-				ps = append(ps, pod(fmt.Sprintf("p%d", i), "250m", "512Mi", nil))
+				ps = append(ps, pod(t, fmt.Sprintf("p%d", i), "250m", "512Mi", nil))
 			}
 			return ps
 		}(), maxNodes: 4},
-		{name: "too big for any type", pods: []*Pod{pod("big", "200", "1Gi", nil)}, unschedulable: "requests 200 cpu; the largest allowed instance type (m5.2xlarge) has 7910m allocatable"},
-		{name: "selector nobody satisfies", pods: []*Pod{pod("x", "100m", "1Gi", map[string]string{"disktype": "ssd"})}, unschedulable: "didn't match Pod's node affinity/selector"},
+		{name: "too big for any type", pods: []*Pod{pod(t, "big", "200", "1Gi", nil)}, unschedulable: "requests 200 cpu; the largest allowed instance type (m5.2xlarge) has 7910m allocatable"},
+		{name: "selector nobody satisfies", pods: []*Pod{pod(t, "x", "100m", "1Gi", map[string]string{"disktype": "ssd"})}, unschedulable: "didn't match Pod's node affinity/selector"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,7 +104,7 @@ func TestPlan(t *testing.T) {
 						t.Errorf("alternative %s cannot share a launch with %s", alt.Key(), n.Template.Key())
 					}
 				}
-				if r := insufficient(n.Template.Available, nil, len(n.Pods)-1, n.Requests); r != "" {
+				if r := overPacked(n); r != "" {
 					t.Errorf("node %s over-packed: %s", n.Name, r)
 				}
 			}
@@ -133,7 +120,7 @@ func TestPoolWeightWins(t *testing.T) {
 		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
 		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
 	}
-	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod("a", "100m", "128Mi", nil)})
+	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod(t, "a", "100m", "128Mi", nil)})
 	if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "preferred" {
 		t.Fatalf("want one node in the preferred pool, got %+v", plan.Nodes)
 	}
@@ -143,8 +130,8 @@ func TestPoolWeightWins(t *testing.T) {
 // of the cheapest type but not beside the daemons goes to a bigger type.
 func TestDaemonOverhead(t *testing.T) {
 	pl := testPlanner(t)
-	daemon := pod("logging", "1", "512Mi", nil)
-	amd64Only := pod("amd64-agent", "500m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})
+	daemon := pod(t, "logging", "1", "512Mi", nil)
+	amd64Only := pod(t, "amd64-agent", "500m", "128Mi", map[string]string{corev1.LabelArchStable: "amd64"})
 	AddDaemons(context.Background(), pl.Templates, []*Pod{daemon, amd64Only})
 	for _, tmpl := range pl.Templates {
 		want := 1
@@ -155,7 +142,7 @@ func TestDaemonOverhead(t *testing.T) {
 			t.Fatalf("%s runs %d daemons, want %d", tmpl.Key(), len(tmpl.Daemons), want)
 		}
 	}
-	plan := pl.Plan(context.Background(), []*Pod{pod("a", "1", "1Gi", nil)})
+	plan := pl.Plan(context.Background(), []*Pod{pod(t, "a", "1", "1Gi", nil)})
 	if len(plan.Nodes) != 1 {
 		t.Fatalf("got %d nodes", len(plan.Nodes))
 	}
@@ -172,7 +159,7 @@ func TestUseObserved(t *testing.T) {
 	UseObserved(pl.Templates, func(pool, it string) (corev1.ResourceList, bool) {
 		return small, pool == "default" && it == "m6g.large"
 	})
-	plan := pl.Plan(context.Background(), []*Pod{pod("a", "1", "1Gi", nil)})
+	plan := pl.Plan(context.Background(), []*Pod{pod(t, "a", "1", "1Gi", nil)})
 	if len(plan.Nodes) != 1 {
 		t.Fatalf("got %d nodes", len(plan.Nodes))
 	}
@@ -191,8 +178,8 @@ func TestFitOnto(t *testing.T) {
 			break
 		}
 	}
-	placed := []*Pod{pod("a", "1", "1Gi", nil)}
-	got := FitOnto(context.Background(), tmpl, "ip-10-0-0-9.ec2.internal", placed, []*Pod{pod("b", "500m", "1Gi", nil), pod("c", "500m", "1Gi", nil)})
+	placed := []*Pod{pod(t, "a", "1", "1Gi", nil)}
+	got := FitOnto(context.Background(), tmpl, "ip-10-0-0-9.ec2.internal", placed, []*Pod{pod(t, "b", "500m", "1Gi", nil), pod(t, "c", "500m", "1Gi", nil)})
 	if len(got) != 1 || got[0].Pod.Name != "b" {
 		t.Fatalf("accepted %d pods, want only b (930m left)", len(got))
 	}

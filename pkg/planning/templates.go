@@ -1,6 +1,6 @@
 // Package planning decides what to launch for a batch of pods the scheduler could not place.
 // It is pure: no API server, no cloud. Whether a pod may run on a node is never decided here but
-// asked of a Checker, which the scheduler plugin backs with the profile's own Filter plugins.
+// asked of the profile's own Filter plugins, through each pod's FilterState.
 package planning
 
 import (
@@ -135,9 +135,9 @@ func UseObserved(templates []*Template, observed func(pool, instanceType string)
 	}
 }
 
-// AddDaemons finds, for every template, the DaemonSet pods that would run on such a node (each
-// daemon pod's Checker decides, so the scheduler's own filters say where a DaemonSet lands) and
-// takes their requests out of the template's Available resources.
+// AddDaemons finds, for every template, the DaemonSet pods that would run on such a node (the
+// profile's Filter plugins decide where each DaemonSet lands) and takes their requests out of
+// the template's Available resources.
 func AddDaemons(ctx context.Context, templates []*Template, daemons []*Pod) {
 	if len(daemons) == 0 {
 		return
@@ -146,7 +146,7 @@ func AddDaemons(ctx context.Context, templates []*Template, daemons []*Pod) {
 		var used corev1.ResourceList
 		t.Daemons = nil
 		for _, d := range daemons {
-			if d.Check.Fits(ctx, t.Node, nil) != "" {
+			if d.Filter.Filter(ctx, nodeInfo(t.Node)) != "" {
 				continue
 			}
 			t.Daemons = append(t.Daemons, d.Pod)
@@ -167,16 +167,4 @@ func AddDaemons(ctx context.Context, templates []*Template, daemons []*Pod) {
 		avail[corev1.ResourcePods] = pods
 		t.Available = avail
 	}
-}
-
-func addResources(sum, add corev1.ResourceList) corev1.ResourceList {
-	if sum == nil {
-		sum = corev1.ResourceList{}
-	}
-	for name, q := range add {
-		v := sum[name]
-		v.Add(q)
-		sum[name] = v
-	}
-	return sum
 }

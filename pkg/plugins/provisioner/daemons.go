@@ -67,7 +67,7 @@ func (d *daemons) refresh(ctx context.Context) {
 			d.pods[ds.UID] = daemonPod{generation: ds.Generation}
 			continue
 		}
-		d.pods[ds.UID] = daemonPod{generation: ds.Generation, pod: planning.NewPod(pod, &filterChecker{handle: d.handle, state: state, pod: pod})}
+		d.pods[ds.UID] = daemonPod{generation: ds.Generation, pod: planning.NewPod(pod, &planning.FilterState{Plugins: d.handle, State: state, Pod: pod})}
 	}
 	for uid := range d.pods {
 		if !seen[uid] {

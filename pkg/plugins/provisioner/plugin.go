@@ -183,7 +183,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		return nil, fwk.NewStatus(fwk.Unschedulable, "Tailor is starting")
 	}
 	pl.daemons.refresh(ctx)
-	pl.prov.Enqueue(planning.NewPod(pod, &filterChecker{handle: pl.handle, state: state.Clone(), pod: pod}))
+	// The planner asks the profile's Filter plugins with the state this cycle computed.
+	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
 }
 
