@@ -12,6 +12,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	go.etcd.io/etcd/server/v3 v3.6.4
 	go.uber.org/zap v1.27.0
+	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.34.7
 	k8s.io/apiextensions-apiserver v0.34.7
 	k8s.io/apimachinery v0.34.7
@@ -160,7 +161,7 @@ require (
 	golang.org/x/term v0.30.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
-	golang.org/x/tools v0.28.0 // indirect
+	golang.org/x/tools v0.30.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/grpc v1.72.1 // indirect

@@ -127,6 +127,11 @@ func BenchmarkPlan(b *testing.B) {
 			b.ReportMetric(float64(tc.n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric(float64(len(plan.Nodes)), "nodes")
 			b.ReportMetric(plan.PricePerHour(), "$/h")
+			bound, err := plan.LowerBound()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(plan.PricePerHour()/bound, "x-LP-bound")
 		})
 	}
 }

@@ -17,6 +17,10 @@ import (
 type Plan struct {
 	Nodes         []*PlannedNode
 	Unschedulable []Unschedulable
+
+	// For LowerBound.
+	templates []*Template
+	classes   []classSummary
 }
 
 // PricePerHour is the plan's total.
@@ -65,8 +69,10 @@ const sweepLimit = 16
 // template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 	ps := pl.newPlanState(ctx)
-	plan := &Plan{}
-	for _, c := range ps.classify(pods) {
+	plan := &Plan{templates: pl.Templates}
+	classes := ps.classify(pods)
+	ps.mix = ps.newMix(classes)
+	for _, c := range classes {
 		if len(c.compatible) == 0 {
 			reason := pl.explain(c.rep().Requests, c.reasons)
 			for _, m := range c.members {
@@ -74,7 +80,14 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 			}
 			continue
 		}
-		plan.Unschedulable = append(plan.Unschedulable, ps.placeClass(c)...)
+		var unschedulable []Unschedulable
+		if c.interPod || len(c.spreadKeys) > 0 {
+			unschedulable = ps.placeClass(c)
+		} else {
+			unschedulable = ps.fillClass(c)
+		}
+		plan.Unschedulable = append(plan.Unschedulable, unschedulable...)
+		plan.classes = append(plan.classes, c.summary(unschedulable))
 	}
 	for _, n := range ps.nodes {
 		plan.Nodes = append(plan.Nodes, ps.finish(n))
@@ -91,6 +104,7 @@ type planState struct {
 	nodes []*openNode
 	// log is every pod placed so far (daemons included), in order; classes catch up on it.
 	log []placement
+	mix *mix
 }
 
 type openNode struct {
@@ -242,6 +256,20 @@ func (ps *planState) placeClass(c *class) []Unschedulable {
 	return out
 }
 
+func (c *class) summary(unschedulable []Unschedulable) classSummary {
+	left := make(map[*corev1.Pod]bool, len(unschedulable))
+	for _, u := range unschedulable {
+		left[u.Pod] = true
+	}
+	s := classSummary{compatible: c.compatible}
+	for _, m := range c.members {
+		if !left[m.pod.Pod] {
+			s.pods = append(s.pods, m.pod)
+		}
+	}
+	return s
+}
+
 // sync lets the class's state see every placement it has not seen yet.
 func (ps *planState) sync(c *class) {
 	for ; c.synced < len(ps.log); c.synced++ {
@@ -332,6 +360,9 @@ func (ps *planState) openOrder(c *class) []int {
 // open starts a node for m on the first template in order that holds it and whose Filter
 // verdict accepts it.
 func (ps *planState) open(c *class, m *member, order []int) *openNode {
+	if !c.interPod && len(c.spreadKeys) == 0 {
+		order = ps.mix.prefer(ps, order, c.ratio(ps))
+	}
 	for _, ti := range order {
 		if !fits(ps.avail[ti], nil, m.req) {
 			continue
@@ -348,6 +379,7 @@ func (ps *planState) open(c *class, m *member, order []int) *openNode {
 		}
 		ps.sync(c)
 		ps.nodes = append(ps.nodes, n)
+		ps.mix.spend(t)
 		return n
 	}
 	return nil

@@ -245,16 +245,21 @@ func ignoreNotFound(err error) error {
 // createDeployment creates a Deployment of replicas pods with the given spec, labelled app=name.
 func createDeployment(t *testing.T, ns, name string, replicas int32, spec corev1.PodSpec) {
 	t.Helper()
+	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), deployment(ns, name, replicas, spec), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deployment is a Deployment of replicas pods labelled app=name.
+func deployment(ns, name string, replicas int32, spec corev1.PodSpec) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
-	dep := &appsv1.Deployment{
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
-	}
-	if _, err := world.Client.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }

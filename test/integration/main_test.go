@@ -114,3 +114,26 @@ func startScheduler() error {
 	stopScheduler = func() { cancel(); <-done }
 	return nil
 }
+
+// restartScheduler runs the rest of the test with a scheduler whose Tailor args mutate edits,
+// and brings the shared configuration back afterwards.
+func restartScheduler(t *testing.T, mutate func(args map[string]any)) {
+	t.Helper()
+	path, err := world.WriteSchedulerConfig(t.Name()+".yaml", false, mutate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopScheduler()
+	shared := schedulerConfig
+	schedulerConfig = path
+	if err := startScheduler(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopScheduler()
+		schedulerConfig = shared
+		if err := startScheduler(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

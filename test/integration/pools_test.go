@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,5 +86,49 @@ func TestGPUPod(t *testing.T) {
 	}
 	if gpus := node.Status.Allocatable["nvidia.com/gpu"]; gpus.Value() < 1 {
 		t.Errorf("node %s offers %s nvidia.com/gpu", node.Name, gpus.String())
+	}
+}
+
+// Nine replicas spread over zones with maxSkew 1 land three per zone: the planner counts the
+// three zones the pools reach as domains before any node is in them.
+func TestZoneSpread(t *testing.T) {
+	ns := newNamespace(t)
+	spec := podSpec("250m", "256Mi")
+	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "zonal"}},
+	}}
+	createDeployment(t, ns, "zonal", 9, spec)
+	pods := waitRunning(t, ns, 9)
+	perZone := map[string]int{}
+	for _, p := range pods {
+		perZone[getNode(t, p.Spec.NodeName).Labels[corev1.LabelTopologyZone]]++
+	}
+	if len(perZone) != 3 {
+		t.Fatalf("pods per zone %v, want three zones", perZone)
+	}
+	for z, n := range perZone {
+		if n != 3 {
+			t.Errorf("pods per zone %v: %s has %d, want 3/3/3", perZone, z, n)
+		}
+	}
+}
+
+// At its cpu limit a pool launches nothing more, and the pod that would need more is told why.
+func TestPoolLimit(t *testing.T) {
+	restartScheduler(t, func(args map[string]any) {
+		pools := args["pools"].([]any)
+		pools[0].(map[string]any)["limits"] = map[string]any{"cpu": "3"}
+	})
+	ns := newNamespace(t)
+	createPod(t, ns, "first", "1500m", "1Gi")
+	waitRunning(t, ns, 1)
+	createPod(t, ns, "second", "1500m", "1Gi")
+	msg := waitEvent(t, ns, "second", "ProvisioningFailed")
+	if !strings.Contains(msg, "pool general is at its cpu limit") {
+		t.Errorf("event %q does not name the pool's cpu limit", msg)
+	}
+	if cls := listClaims(t); len(cls) != 1 {
+		t.Errorf("%d claims, want only the first pod's", len(cls))
 	}
 }

@@ -1,0 +1,192 @@
+// Package dryrun plans a set of Kubernetes manifests without a cluster: the same planner, the
+// same scheduler plugins (built offline from the scheduler's configuration) and the same
+// template-building code as the running scheduler, over the shipped catalog or the live one.
+package dryrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-eks/tailor/manifests"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/provisioning"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
+	"github.com/tailor-eks/tailor/pkg/workload"
+)
+
+// Options say what to plan and against what.
+type Options struct {
+	// Files are manifest files, directories or "-" for Stdin.
+	Files []string
+	Stdin io.Reader
+	// Config is a KubeSchedulerConfiguration file; empty means the shipped example.
+	// SchedulerName picks its profile; empty means the one that configures Tailor.
+	Config, SchedulerName string
+	// Catalog is "shipped" (the us-east-1 data in the binary, served by the simulator in
+	// process) or "aws" (the live EC2 and Pricing APIs). Zones are the zones the pools have
+	// subnets in, for the shipped catalog.
+	Catalog string
+	Zones   []string
+	// Warnings receives what the plan leaves out (plugins not run offline, DaemonSets not
+	// counted).
+	Warnings io.Writer
+}
+
+// Result is a plan and what it was made from.
+type Result struct {
+	Plan *planning.Plan
+	// Existing maps a node given in the manifests to the pending pods that fit it.
+	Existing map[string][]*corev1.Pod
+	// LowerBound is the plan's LP lower bound in $/h.
+	LowerBound float64
+	// Skipped lists documents that create no pods.
+	Skipped []string
+}
+
+// Plan reads the manifests and plans them.
+func Plan(ctx context.Context, o Options) (*Result, error) {
+	stderr := o.Warnings
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	var prof *profile.Profile
+	var err error
+	if o.Config == "" {
+		prof, err = profile.Load(manifests.SchedulerConfig, o.SchedulerName)
+	} else {
+		prof, err = profile.LoadFile(o.Config, o.SchedulerName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	w, err := workload.ReadPaths(o.Files, o.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	fw, skippedPlugins, err := prof.NewFramework(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range skippedPlugins {
+		fmt.Fprintf(stderr, "plugin %s is not in-tree and is not run offline\n", name)
+	}
+	provider, err := catalog(ctx, o, prof)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
+	}
+
+	pending, existing := scheduleOnExisting(ctx, fw, w)
+	var daemons []*planning.Pod
+	for _, d := range w.Daemons {
+		state, err := fw.PreFilter(ctx, d)
+		if err != nil {
+			fmt.Fprintf(stderr, "DaemonSet pod %s/%s is not counted on new nodes: %v\n", d.Namespace, d.Name, err)
+			continue
+		}
+		daemons = append(daemons, planning.NewPod(d, &planning.FilterState{Plugins: fw, State: state, Pod: d}))
+	}
+	launcher := provisioning.NewLauncher(provisioning.Options{Args: prof.Tailor, Cloud: provider,
+		Daemons: func(context.Context) []*planning.Pod { return daemons }})
+	templates, err := launcher.Templates(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	res := &Result{Existing: existing, Skipped: w.Skipped}
+	var unschedulable []planning.Unschedulable
+	var pods []*planning.Pod
+	for _, p := range pending {
+		state, err := fw.PreFilter(ctx, p)
+		if err != nil {
+			unschedulable = append(unschedulable, planning.Unschedulable{Pod: p, Reason: err.Error()})
+			continue
+		}
+		pods = append(pods, planning.NewPod(p, &planning.FilterState{Plugins: fw, State: state, Pod: p}))
+	}
+	res.Plan = (&planning.Planner{Templates: templates}).Plan(ctx, pods)
+	res.Plan.Unschedulable = append(unschedulable, res.Plan.Unschedulable...)
+	if res.LowerBound, err = res.Plan.LowerBound(); err != nil {
+		return nil, fmt.Errorf("lower bound: %w", err)
+	}
+	return res, nil
+}
+
+// catalog is the cloud the templates come from: the EC2 simulator serving the shipped data, in
+// process, or the real EC2. Either way the catalog is read through the SDK by the same provider
+// the scheduler uses.
+func catalog(ctx context.Context, o Options, prof *profile.Profile) (cloud.Provider, error) {
+	opts := ec2.Options{Region: prof.Tailor.Region, ClusterName: prof.Tailor.ClusterName, KubernetesVersion: prof.Tailor.KubernetesVersion}
+	switch o.Catalog {
+	case "aws":
+		return ec2.New(ctx, opts)
+	case "shipped", "":
+	default:
+		return nil, fmt.Errorf("unsupported catalog %q (shipped or aws)", o.Catalog)
+	}
+	zones := o.Zones
+	if len(zones) == 0 {
+		return nil, fmt.Errorf("no zones given for the shipped catalog")
+	}
+	region := prof.Tailor.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	srv := httptest.NewServer(ec2sim.New(ec2sim.Options{Region: region, ClusterName: prof.Tailor.ClusterName, Zones: zones}))
+	// The server lives as long as the command.
+	cfg := aws.Config{Region: region, BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}}
+	return ec2.NewFromConfig(cfg, opts)
+}
+
+// scheduleOnExisting binds, as the scheduler would first, every pending pod that the profile's
+// Filter plugins accept on a node given in the manifests; the rest are left for the planner.
+func scheduleOnExisting(ctx context.Context, fw *profile.Framework, w *workload.Workload) (pending []*corev1.Pod, existing map[string][]*corev1.Pod) {
+	existing = map[string][]*corev1.Pod{}
+	var bound []*corev1.Pod
+	for _, p := range w.Pods {
+		if p.Spec.NodeName != "" {
+			bound = append(bound, p)
+		} else {
+			pending = append(pending, p)
+		}
+	}
+	fw.SetSnapshot(w.Nodes, bound)
+	if len(w.Nodes) == 0 {
+		return pending, existing
+	}
+	names := make([]string, 0, len(w.Nodes))
+	for _, n := range w.Nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	var left []*corev1.Pod
+	for _, p := range pending {
+		placed := false
+		if state, err := fw.PreFilter(ctx, p); err == nil {
+			for _, name := range names {
+				ni, err := fw.SnapshotSharedLister().NodeInfos().Get(name)
+				if err != nil || !fw.RunFilterPlugins(ctx, state, p, ni).IsSuccess() {
+					continue
+				}
+				b := p.DeepCopy()
+				b.Spec.NodeName = name
+				bound = append(bound, b)
+				existing[name] = append(existing[name], p)
+				fw.SetSnapshot(w.Nodes, bound)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			left = append(left, p)
+		}
+	}
+	return left, existing
+}

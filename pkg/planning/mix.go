@@ -1,0 +1,169 @@
+package planning
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// mix is the cheapest fractional packing of a set of classes: how many nodes of each instance
+// shape (pool, type, capacity type) the LP relaxation would buy. Packing pod by pod onto the
+// cheapest type per pod buys one family; the LP mixes families whose shapes complement each
+// other (compute-heavy nodes for cpu-heavy pods, memory-heavy nodes for the rest). Opening
+// nodes in the LP's proportions, and filling each with the pods that fit its room best, gets
+// the real plan close to it.
+type mix struct {
+	budget map[string]float64
+}
+
+func shapeKey(t *Template) string {
+	return t.Pool.Name + "/" + t.Type.Name + "/" + string(t.Offering.CapacityType)
+}
+
+// newMix solves, for the pods of classes that share the compatible templates, min Σ price·x
+// subject to Σ capacity·x ≥ demand in every resource. It returns nil when the LP fails: the
+// planner then opens the cheapest type per pod, as without it.
+func (ps *planState) newMix(classes []*class) *mix {
+	m := &mix{budget: map[string]float64{}}
+	bySet := map[string][]*class{}
+	var keys []string
+	for _, c := range classes {
+		if len(c.compatible) == 0 || c.interPod || len(c.spreadKeys) > 0 {
+			continue
+		}
+		k := fmt.Sprint(c.compatible)
+		if _, ok := bySet[k]; !ok {
+			keys = append(keys, k)
+		}
+		bySet[k] = append(bySet[k], c)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cs := bySet[k]
+		var demand vec
+		for _, c := range cs {
+			for _, mem := range c.members {
+				demand = demand.add(mem.req)
+			}
+		}
+		var dims []int
+		for r, d := range demand {
+			if d > 0 {
+				dims = append(dims, r)
+			}
+		}
+		// One column per shape: the cheapest offering of each type.
+		cheapest := map[string]int{}
+		var shapes []string
+		for _, ti := range cs[0].compatible {
+			key := shapeKey(ps.pl.Templates[ti])
+			if cur, ok := cheapest[key]; !ok {
+				shapes = append(shapes, key)
+				cheapest[key] = ti
+			} else if ps.pl.Templates[ti].Offering.PricePerHour < ps.pl.Templates[cur].Offering.PricePerHour {
+				cheapest[key] = ti
+			}
+		}
+		var cols []int
+		for _, key := range shapes {
+			ti := cheapest[key]
+			useful := false
+			for _, r := range dims {
+				if r < len(ps.avail[ti]) && ps.avail[ti][r] > 0 {
+					useful = true
+				}
+			}
+			if useful {
+				cols = append(cols, ti)
+			}
+		}
+		rows, n := len(dims), len(cols)
+		if rows == 0 || n == 0 {
+			continue
+		}
+		// Standard form: Σ_t (capacity_t,r / demand_r)·x_t − s_r = 1, every row scaled by its
+		// demand so bytes and cores are of one size.
+		a := mat.NewDense(rows, n+rows, nil)
+		b := make([]float64, rows)
+		c := make([]float64, n+rows)
+		for j, ti := range cols {
+			c[j] = ps.pl.Templates[ti].Offering.PricePerHour
+			for i, r := range dims {
+				if r < len(ps.avail[ti]) {
+					a.Set(i, j, float64(ps.avail[ti][r])/float64(demand[r]))
+				}
+			}
+		}
+		for i := range dims {
+			a.Set(i, n+i, -1)
+			b[i] = 1
+		}
+		_, x, err := lp.Simplex(c, a, b, 1e-10, nil)
+		if err != nil {
+			continue
+		}
+		for j, ti := range cols {
+			if x[j] > 1e-9 {
+				m.budget[shapeKey(ps.pl.Templates[ti])] += x[j]
+			}
+		}
+	}
+	return m
+}
+
+// prefer reorders a class's templates: shapes with LP budget left (half a node or more) first, the one whose memory
+// per cpu is nearest the class's own (ratio) before the others, then the rest in their given
+// order. A class of cpu-heavy pods opens the compute nodes the LP bought, one of memory-heavy
+// pods the memory nodes.
+func (m *mix) prefer(ps *planState, order []int, ratio float64) []int {
+	if m == nil || len(m.budget) == 0 {
+		return order
+	}
+	out := make([]int, 0, len(order))
+	var rest []int
+	for _, ti := range order {
+		// Half a node or more left in the budget rounds up to one more node of the shape.
+		if m.budget[shapeKey(ps.pl.Templates[ti])] >= 0.5 {
+			out = append(out, ti)
+		} else {
+			rest = append(rest, ti)
+		}
+	}
+	distance := func(ti int) float64 {
+		cpu, mem := ps.dimOf(ps.avail[ti], corev1.ResourceCPU), ps.dimOf(ps.avail[ti], corev1.ResourceMemory)
+		if cpu <= 0 || mem <= 0 || ratio <= 0 {
+			return 0
+		}
+		return math.Abs(math.Log(float64(mem) / float64(cpu) / ratio))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		di, dj := distance(out[i]), distance(out[j])
+		if di != dj {
+			return di < dj
+		}
+		return m.budget[shapeKey(ps.pl.Templates[out[i]])] > m.budget[shapeKey(ps.pl.Templates[out[j]])]
+	})
+	return append(out, rest...)
+}
+
+// spend takes one node of t's shape off the budget.
+func (m *mix) spend(t *Template) {
+	if m != nil {
+		m.budget[shapeKey(t)]--
+	}
+}
+
+func (m *mix) String() string {
+	var parts []string
+	for k, v := range m.budget {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
