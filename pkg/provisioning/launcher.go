@@ -246,6 +246,18 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		delete(l.inflight, c.Name)
 		l.mu.Unlock()
 	}()
+	if len(c.Spec.Pods) > 0 && len(l.claimPods(c)) == 0 {
+		// Every pod the claim was planned for is gone (deleted, or placed elsewhere) before it
+		// launched, as when a rollout is undone during a restart: launch no node nobody waits
+		// for. Had an attempt before a crash launched after all, its instance is tagged with
+		// this claim, and the garbage collector terminates it once the claim is gone.
+		if err := l.Claims.Delete(ctx, c.Name); err != nil && !apierrors.IsNotFound(err) {
+			logger.Error(err, "Cannot drop claim whose pods are gone; will retry")
+			return
+		}
+		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods))
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
 	inst, price, offeringErrs, err := l.launch(ctx, c)

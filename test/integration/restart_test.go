@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
@@ -71,7 +73,13 @@ func claimNames(cls []*v1alpha1.Claim) []string {
 // waitFor polls cond until it holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	waitForWithin(t, what, waitTimeout, cond)
+}
+
+// waitForWithin polls cond until it holds, for at most timeout.
+func waitForWithin(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for !cond() {
 		select {
@@ -79,5 +87,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// The scheduler dies while a claim's launch is still on its way to EC2 (which never acts on it),
+// and the claim's only pod is deleted meanwhile. After the restart the claim is dropped, not
+// launched: no instance, no fleet.
+func TestClaimWithoutPodsIsDropped(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.FleetRequests()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "Unavailable", Latency: time.Hour, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+
+	createPod(t, ns, "gone", "1", "2Gi")
+	waitFor(t, "a claim for the pod", func() bool { return len(listClaims(t)) == 1 })
+	stopScheduler() // the crash, with the launch still waiting for EC2
+	if err := world.Client.CoreV1().Pods(ns).Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+	waitForWithin(t, "the claim to be dropped", 90*time.Second, func() bool { return len(listClaims(t)) == 0 })
+	if got := world.Sim.FleetRequests() - fleets; got > 1 {
+		t.Errorf("EC2 saw %d fleet requests, want at most the one that never completed", got)
+	}
+	if live := liveInstances(); len(live) != 0 {
+		t.Errorf("instances launched for a claim without pods: %v", live)
 	}
 }
