@@ -27,6 +27,11 @@ type TailorArgs struct {
 	// RegistrationTimeout is how long a launched instance may take to register its Node before
 	// Tailor terminates it and plans its pods again.
 	RegistrationTimeout metav1.Duration
+	// ConsolidationInterval is how often the consolidation loop looks for capacity to give back.
+	ConsolidationInterval metav1.Duration
+	// ConsolidationMinSavingsPercent is how much cheaper a replacement must be than what it
+	// replaces.
+	ConsolidationMinSavingsPercent int32
 }
 
 // Pool is one kind of capacity: where it may run, what it may be, and how its nodes look.
@@ -59,6 +64,37 @@ type Pool struct {
 	StartupTaints []corev1.Taint
 	// Limits caps the total resources (cpu, memory) of the pool's nodes, in flight or running.
 	Limits corev1.ResourceList
+	// Disruption says when Tailor may take the pool's nodes away.
+	Disruption Disruption
+}
+
+// Consolidation policies.
+const (
+	WhenEmpty                = "WhenEmpty"
+	WhenEmptyOrUnderutilized = "WhenEmptyOrUnderutilized"
+)
+
+// Disruption says when Tailor may take a pool's nodes away.
+type Disruption struct {
+	// ConsolidationPolicy is WhenEmpty or WhenEmptyOrUnderutilized.
+	ConsolidationPolicy string
+	// ConsolidateAfter is how long a node must go without a pod arriving or leaving before it is
+	// considered.
+	ConsolidateAfter metav1.Duration
+	// ExpireAfter replaces nodes older than this; 0 means never.
+	ExpireAfter metav1.Duration
+	// Budgets cap how many of the pool's nodes may be disrupted at once.
+	Budgets []Budget
+}
+
+// Budget caps disruption, always or in a scheduled window.
+type Budget struct {
+	// Nodes is a count ("2") or a percentage of the pool's nodes ("20%", rounded up).
+	Nodes string
+	// Schedule (cron, UTC) starts a window of Duration in which the budget applies; empty means
+	// always.
+	Schedule string
+	Duration metav1.Duration
 }
 
 // Selector picks EC2 resources by ID or by tags (value "*" means any value).

@@ -37,11 +37,15 @@ profiles:
 	p := args.Pools[0]
 	switch {
 	case args.KubernetesVersion != "1.34", args.BatchIdleDuration.Duration != 100*time.Millisecond,
-		args.BatchMaxDuration.Duration != time.Second, args.RegistrationTimeout.Duration != 15*time.Minute:
+		args.BatchMaxDuration.Duration != time.Second, args.RegistrationTimeout.Duration != 15*time.Minute,
+		args.ConsolidationInterval.Duration != 15*time.Second, args.ConsolidationMinSavingsPercent != 10:
 		t.Errorf("top-level defaults not applied: %+v", args)
 	case len(p.CapacityTypes) != 1 || p.CapacityTypes[0] != "on-demand", p.AMI != "al2023",
 		p.SubnetSelector.Tags["tailor.dev/discovery"] != "prod", p.SecurityGroupSelector.Tags["tailor.dev/discovery"] != "prod":
 		t.Errorf("pool defaults not applied: %+v", p)
+	case p.Disruption.ConsolidationPolicy != config.WhenEmptyOrUnderutilized, p.Disruption.ConsolidateAfter.Duration != 30*time.Second,
+		p.Disruption.ExpireAfter.Duration != 0, len(p.Disruption.Budgets) != 1 || p.Disruption.Budgets[0].Nodes != "10%":
+		t.Errorf("disruption defaults not applied: %+v", p.Disruption)
 	}
 
 	// Unknown fields are refused, not silently dropped.

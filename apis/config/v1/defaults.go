@@ -14,6 +14,12 @@ const (
 	DefaultBatchIdleDuration   = 100 * time.Millisecond
 	DefaultBatchMaxDuration    = time.Second
 	DefaultRegistrationTimeout = 15 * time.Minute
+
+	DefaultConsolidationInterval                = 15 * time.Second
+	DefaultConsolidationMinSavingsPercent int32 = 10
+	DefaultConsolidationPolicy                  = "WhenEmptyOrUnderutilized"
+	DefaultConsolidateAfter                     = 30 * time.Second
+	DefaultBudgetNodes                          = "10%"
 	// DiscoveryTag is the tag the default subnet and security-group selectors look for, with the
 	// cluster name as its value.
 	DiscoveryTag = "tailor.dev/discovery"
@@ -33,6 +39,12 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 	if obj.RegistrationTimeout == nil {
 		obj.RegistrationTimeout = &metav1.Duration{Duration: DefaultRegistrationTimeout}
 	}
+	if obj.ConsolidationInterval == nil {
+		obj.ConsolidationInterval = &metav1.Duration{Duration: DefaultConsolidationInterval}
+	}
+	if obj.ConsolidationMinSavingsPercent == nil {
+		obj.ConsolidationMinSavingsPercent = ptr.To(DefaultConsolidationMinSavingsPercent)
+	}
 	for i := range obj.Pools {
 		p := &obj.Pools[i]
 		if p.Weight == nil {
@@ -43,6 +55,24 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 		}
 		if p.AMI == nil {
 			p.AMI = ptr.To(DefaultAMI)
+		}
+		d := &p.Disruption
+		if d.ConsolidationPolicy == "" {
+			d.ConsolidationPolicy = DefaultConsolidationPolicy
+		}
+		if d.ConsolidateAfter == nil {
+			d.ConsolidateAfter = &metav1.Duration{Duration: DefaultConsolidateAfter}
+		}
+		if d.ExpireAfter == nil {
+			d.ExpireAfter = &metav1.Duration{}
+		}
+		if len(d.Budgets) == 0 {
+			d.Budgets = []Budget{{Nodes: DefaultBudgetNodes}}
+		}
+		for j := range d.Budgets {
+			if d.Budgets[j].Duration == nil {
+				d.Budgets[j].Duration = &metav1.Duration{}
+			}
 		}
 		if obj.ClusterName != "" {
 			if p.SubnetSelector.empty() {

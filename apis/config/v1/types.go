@@ -25,6 +25,12 @@ type TailorArgs struct {
 	BatchMaxDuration *metav1.Duration `json:"batchMaxDuration,omitempty"`
 	// RegistrationTimeout is how long an instance may take to register. Defaults to 15m.
 	RegistrationTimeout *metav1.Duration `json:"registrationTimeout,omitempty"`
+	// ConsolidationInterval is how often the consolidation loop looks for capacity to give
+	// back (it also looks soon after pods leave). Defaults to 15s.
+	ConsolidationInterval *metav1.Duration `json:"consolidationInterval,omitempty"`
+	// ConsolidationMinSavingsPercent is how much cheaper (0–90 %) a replacement must be than
+	// the nodes it replaces: no churn for pennies. Defaults to 10.
+	ConsolidationMinSavingsPercent *int32 `json:"consolidationMinSavingsPercent,omitempty"`
 }
 
 // Pool is one kind of capacity.
@@ -55,6 +61,35 @@ type Pool struct {
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Limits caps the total cpu and memory of the pool's nodes.
 	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Disruption says when Tailor may take the pool's nodes away.
+	Disruption Disruption `json:"disruption,omitempty"`
+}
+
+// Disruption says when Tailor may take a pool's nodes away.
+type Disruption struct {
+	// ConsolidationPolicy is WhenEmpty (remove nodes without pods) or WhenEmptyOrUnderutilized
+	// (also remove or replace nodes whose pods fit elsewhere or on cheaper capacity). Defaults
+	// to WhenEmptyOrUnderutilized.
+	ConsolidationPolicy string `json:"consolidationPolicy,omitempty"`
+	// ConsolidateAfter is how long a node must go without a pod arriving or leaving before it
+	// is considered. Defaults to 30s.
+	ConsolidateAfter *metav1.Duration `json:"consolidateAfter,omitempty"`
+	// ExpireAfter replaces nodes older than this; empty or 0 means never.
+	ExpireAfter *metav1.Duration `json:"expireAfter,omitempty"`
+	// Budgets cap how many of the pool's nodes may be disrupted at once; the strictest active
+	// budget applies. Defaults to [{nodes: "10%"}].
+	Budgets []Budget `json:"budgets,omitempty"`
+}
+
+// Budget caps disruption, always or during a scheduled window.
+type Budget struct {
+	// Nodes is a count ("2") or a percentage of the pool's nodes ("20%", rounded up); "0"
+	// blocks disruption.
+	Nodes string `json:"nodes"`
+	// Schedule (cron, UTC: "0 9 * * 1-5", or @daily, ...) starts a window of Duration in which
+	// the budget applies; both or neither.
+	Schedule string           `json:"schedule,omitempty"`
+	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
 // Selector picks EC2 resources by IDs or by tags (value "*" means any value); not both.

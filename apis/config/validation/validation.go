@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -70,6 +71,12 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	}
 	if args.RegistrationTimeout.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("registrationTimeout"), args.RegistrationTimeout.String(), "must be positive"))
+	}
+	if args.ConsolidationInterval.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("consolidationInterval"), args.ConsolidationInterval.String(), "must be positive"))
+	}
+	if args.ConsolidationMinSavingsPercent < 0 || args.ConsolidationMinSavingsPercent > 90 {
+		errs = append(errs, field.Invalid(path.Child("consolidationMinSavingsPercent"), args.ConsolidationMinSavingsPercent, "must be between 0 and 90"))
 	}
 	if len(args.Pools) == 0 {
 		errs = append(errs, field.Required(path.Child("pools"), "at least one pool is needed to launch anything"))
@@ -145,7 +152,59 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 			errs = append(errs, field.Invalid(lp, q.String(), "must not be negative"))
 		}
 	}
+	errs = append(errs, validateDisruption(path.Child("disruption"), &p.Disruption)...)
 	return errs
+}
+
+var consolidationPolicies = sets.New(config.WhenEmpty, config.WhenEmptyOrUnderutilized)
+
+func validateDisruption(path *field.Path, d *config.Disruption) field.ErrorList {
+	var errs field.ErrorList
+	if !consolidationPolicies.Has(d.ConsolidationPolicy) {
+		errs = append(errs, field.NotSupported(path.Child("consolidationPolicy"), d.ConsolidationPolicy, sets.List(consolidationPolicies)))
+	}
+	if d.ConsolidateAfter.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("consolidateAfter"), d.ConsolidateAfter.String(), "must not be negative"))
+	}
+	if d.ExpireAfter.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("expireAfter"), d.ExpireAfter.String(), "must not be negative (0 means never)"))
+	}
+	for i, b := range d.Budgets {
+		bp := path.Child("budgets").Index(i)
+		if _, _, err := ParseBudgetNodes(b.Nodes); err != nil {
+			errs = append(errs, field.Invalid(bp.Child("nodes"), b.Nodes, err.Error()))
+		}
+		switch {
+		case b.Schedule == "" && b.Duration.Duration != 0:
+			errs = append(errs, field.Required(bp.Child("schedule"), "a duration needs a schedule that starts the window"))
+		case b.Schedule != "" && b.Duration.Duration <= 0:
+			errs = append(errs, field.Required(bp.Child("duration"), "a schedule needs a positive duration for the window it starts"))
+		}
+		if b.Schedule != "" {
+			if _, err := ParseSchedule(b.Schedule); err != nil {
+				errs = append(errs, field.Invalid(bp.Child("schedule"), b.Schedule, err.Error()))
+			}
+		}
+	}
+	return errs
+}
+
+// ParseBudgetNodes reads a budget's nodes: a count ("3") or a percentage ("20%").
+func ParseBudgetNodes(s string) (value int, percent bool, err error) {
+	num, percent := strings.CutSuffix(s, "%")
+	n, err := strconv.Atoi(num)
+	switch {
+	case err != nil || n < 0:
+		return 0, false, fmt.Errorf("must be a non-negative count such as 2 or a percentage such as 20%%")
+	case percent && n > 100:
+		return 0, false, fmt.Errorf("a percentage must be at most 100%%")
+	}
+	return n, percent, nil
+}
+
+// ParseSchedule reads a budget's cron schedule (five fields, or a descriptor such as @daily).
+func ParseSchedule(s string) (cron.Schedule, error) {
+	return cron.ParseStandard(s)
 }
 
 func kubernetesNamespace(key string) bool {

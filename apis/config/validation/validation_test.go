@@ -18,13 +18,16 @@ func validArgs() *config.TailorArgs {
 	return &config.TailorArgs{
 		ClusterName: "prod", Region: "us-east-1", KubernetesVersion: "1.34",
 		BatchIdleDuration: metav1.Duration{Duration: 100 * time.Millisecond}, BatchMaxDuration: metav1.Duration{Duration: time.Second},
-		RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
+		RegistrationTimeout:   metav1.Duration{Duration: 15 * time.Minute},
+		ConsolidationInterval: metav1.Duration{Duration: 15 * time.Second}, ConsolidationMinSavingsPercent: 10,
 		Pools: []config.Pool{{
 			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
 			Requirements: []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
 			Taints:       []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 			Limits:       corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+			Disruption: config.Disruption{ConsolidationPolicy: config.WhenEmptyOrUnderutilized, ConsolidateAfter: metav1.Duration{Duration: 30 * time.Second},
+				Budgets: []config.Budget{{Nodes: "10%"}, {Nodes: "0", Schedule: "0 9 * * 1-5", Duration: metav1.Duration{Duration: 8 * time.Hour}}}},
 		}},
 	}
 }
@@ -58,6 +61,16 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "kubelet's own label namespace is fine", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"node.kubernetes.io/role": "web"} }},
 		{name: "reserved taint", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Key = "tailor.dev/unregistered" }, want: []string{"args.pools[0].taints[0].key: Forbidden"}},
 		{name: "EKS cluster names may have capitals and underscores", mutate: func(a *config.TailorArgs) { a.ClusterName = "Prod_EU" }},
+		{name: "bad consolidation policy", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.ConsolidationPolicy = "Always" }, want: []string{`args.pools[0].disruption.consolidationPolicy: Unsupported value: "Always"`}},
+		{name: "negative consolidateAfter", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.ConsolidateAfter.Duration = -time.Second }, want: []string{"args.pools[0].disruption.consolidateAfter: Invalid value"}},
+		{name: "negative expireAfter", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.ExpireAfter.Duration = -time.Hour }, want: []string{"args.pools[0].disruption.expireAfter: Invalid value"}},
+		{name: "budget nodes not a number", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[0].Nodes = "some" }, want: []string{`args.pools[0].disruption.budgets[0].nodes: Invalid value: "some"`}},
+		{name: "budget over 100%", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[0].Nodes = "150%" }, want: []string{"args.pools[0].disruption.budgets[0].nodes: Invalid value: \"150%\": a percentage must be at most 100%"}},
+		{name: "budget schedule without duration", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[1].Duration.Duration = 0 }, want: []string{"args.pools[0].disruption.budgets[1].duration: Required value"}},
+		{name: "budget duration without schedule", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[0].Duration.Duration = time.Hour }, want: []string{"args.pools[0].disruption.budgets[0].schedule: Required value"}},
+		{name: "bad cron", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[1].Schedule = "at nine" }, want: []string{`args.pools[0].disruption.budgets[1].schedule: Invalid value: "at nine"`}},
+		{name: "zero consolidation interval", mutate: func(a *config.TailorArgs) { a.ConsolidationInterval.Duration = 0 }, want: []string{"args.consolidationInterval: Invalid value"}},
+		{name: "savings over 90%", mutate: func(a *config.TailorArgs) { a.ConsolidationMinSavingsPercent = 95 }, want: []string{"args.consolidationMinSavingsPercent: Invalid value: 95"}},
 		{name: "bad cluster name", mutate: func(a *config.TailorArgs) { a.ClusterName = "prod.eu" }, want: []string{`args.clusterName: Invalid value: "prod.eu"`}},
 		{name: "bad taint effect", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Effect = "Sometimes" }, want: []string{"args.pools[0].taints[0].effect: Unsupported value"}},
 		{name: "unsupported limit", mutate: func(a *config.TailorArgs) {
