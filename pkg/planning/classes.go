@@ -50,10 +50,11 @@ type class struct {
 	// While the class is being placed: its state forked from the first pod's, how much of the
 	// plan's placement log it has seen, the templates standing for each spread domain, and the
 	// log length at which those domains were last refreshed.
-	state       *FilterState
-	synced      int
-	domains     []int
-	refreshedAt int
+	state         *FilterState
+	synced        int
+	forgotRemoved bool
+	domains       []int
+	refreshedAt   int
 }
 
 type member struct {

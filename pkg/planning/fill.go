@@ -30,7 +30,7 @@ func (ps *planState) fillClass(c *class) []Unschedulable {
 		if f.left == 0 {
 			break
 		}
-		if c.compatibleSet[n.template] && fits(ps.avail[n.template], n.used, c.minReq) {
+		if n.accepts(c) && fits(n.capacity, n.used, c.minReq) {
 			f.fill(n)
 		}
 	}
@@ -115,7 +115,7 @@ func (f *filler) largest() int {
 
 // fill adds pods to n until none of those it looks at fits or the Filter plugins refuse.
 func (f *filler) fill(n *openNode) {
-	capacity := f.ps.avail[n.template]
+	capacity := n.capacity
 	for f.left > 0 {
 		cpuFree := free(f.dim(capacity, corev1.ResourceCPU), f.dim(n.used, corev1.ResourceCPU))
 		memFree := free(f.dim(capacity, corev1.ResourceMemory), f.dim(n.used, corev1.ResourceMemory))

@@ -68,13 +68,16 @@ const sweepLimit = 16
 // every pod placed so far) accepts it, else onto a new node of the class's cheapest-per-pod
 // template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
-	ps := pl.newPlanState(ctx)
-	plan := &Plan{templates: pl.Templates}
+	return pl.newPlanState(ctx, nil).run(pods)
+}
+
+func (ps *planState) run(pods []*Pod) *Plan {
+	plan := &Plan{templates: ps.pl.Templates}
 	classes := ps.classify(pods)
 	ps.mix = ps.newMix(classes)
 	for _, c := range classes {
-		if len(c.compatible) == 0 {
-			reason := pl.explain(c.rep().Requests, c.reasons)
+		if len(c.compatible) == 0 && ps.cluster == nil {
+			reason := ps.pl.explain(c.rep().Requests, c.reasons)
 			for _, m := range c.members {
 				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: m.pod.Pod, Reason: reason})
 			}
@@ -90,7 +93,9 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 		plan.classes = append(plan.classes, c.summary(unschedulable))
 	}
 	for _, n := range ps.nodes {
-		plan.Nodes = append(plan.Nodes, ps.finish(n))
+		if n.template >= 0 {
+			plan.Nodes = append(plan.Nodes, ps.finish(n))
+		}
 	}
 	return plan
 }
@@ -105,24 +110,38 @@ type planState struct {
 	// log is every pod placed so far (daemons included), in order; classes catch up on it.
 	log []placement
 	mix *mix
+	// cluster, when repacking, holds the nodes that run; removed are those being taken away,
+	// whose pods every class's state forgets.
+	cluster *Cluster
+	removed []*clusterNode
 }
 
 type openNode struct {
-	name     string
+	name string
+	// template is the template a new node was opened with; -1 for a node of the cluster.
 	template int
+	capacity vec
 	info     *framework.NodeInfo
 	used     vec
 	pods     []*Pod
 	classes  map[*class]bool
 }
 
+// accepts says whether the class may use the node at all: any node of the cluster (the Filter
+// plugins decide), or a new node of one of its templates.
+func (n *openNode) accepts(c *class) bool { return n.template < 0 || c.compatibleSet[n.template] }
+
 type placement struct {
 	pod  fwk.PodInfo
 	node *openNode
 }
 
-func (pl *Planner) newPlanState(ctx context.Context) *planState {
-	ps := &planState{ctx: context.WithoutCancel(ctx), pl: pl, dims: newDims(), infos: make([]*framework.NodeInfo, len(pl.Templates))}
+func (pl *Planner) newPlanState(ctx context.Context, cl *Cluster) *planState {
+	d := newDims()
+	if cl != nil {
+		d = cl.dims
+	}
+	ps := &planState{ctx: context.WithoutCancel(ctx), pl: pl, dims: d, infos: make([]*framework.NodeInfo, len(pl.Templates)), cluster: cl}
 	ps.avail = make([]vec, len(pl.Templates))
 	for i, t := range pl.Templates {
 		ps.avail[i] = ps.dims.vec(t.Available, false)
@@ -206,7 +225,7 @@ func (ps *planState) placeClass(c *class) []Unschedulable {
 	order := ps.openOrder(c)
 	var cands, refused []*openNode
 	for _, n := range ps.nodes {
-		if c.compatibleSet[n.template] && fits(ps.avail[n.template], n.used, c.minReq) {
+		if n.accepts(c) && fits(n.capacity, n.used, c.minReq) {
 			cands = append(cands, n)
 		}
 	}
@@ -215,8 +234,8 @@ func (ps *planState) placeClass(c *class) []Unschedulable {
 		var target *openNode
 		for i := 0; i < len(cands) && target == nil; i++ {
 			n := cands[i]
-			if !fits(ps.avail[n.template], n.used, m.req) {
-				if !fits(ps.avail[n.template], n.used, c.minReq) {
+			if !fits(n.capacity, n.used, m.req) {
+				if !fits(n.capacity, n.used, c.minReq) {
 					cands = append(cands[:i], cands[i+1:]...)
 					i--
 				}
@@ -232,7 +251,7 @@ func (ps *planState) placeClass(c *class) []Unschedulable {
 		}
 		for j, tries := len(refused)-1, 0; target == nil && j >= 0 && tries < sweepLimit; j-- {
 			n := refused[j]
-			if !fits(ps.avail[n.template], n.used, m.req) {
+			if !fits(n.capacity, n.used, m.req) {
 				continue
 			}
 			tries++
@@ -270,8 +289,17 @@ func (c *class) summary(unschedulable []Unschedulable) classSummary {
 	return s
 }
 
-// sync lets the class's state see every placement it has not seen yet.
+// sync lets the class's state see every placement it has not seen yet (and, the first time,
+// forget the pods of the nodes being removed).
 func (ps *planState) sync(c *class) {
+	if !c.forgotRemoved {
+		c.forgotRemoved = true
+		for _, rn := range ps.removed {
+			for _, pi := range rn.info.Pods {
+				c.state.RemovePod(ps.ctx, pi, rn.info)
+			}
+		}
+	}
 	for ; c.synced < len(ps.log); c.synced++ {
 		p := ps.log[c.synced]
 		c.state.AddPod(ps.ctx, p.pod, p.node.info)
@@ -372,7 +400,7 @@ func (ps *planState) open(c *class, m *member, order []int) *openNode {
 		}
 		t := ps.pl.Templates[ti]
 		name := fmt.Sprintf("planned-%d", len(ps.nodes))
-		n := &openNode{name: name, template: ti, classes: map[*class]bool{}}
+		n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}}
 		n.info = nodeInfo(inflate(nodeNamed(t, name)), t.Daemons...)
 		for _, d := range n.info.Pods {
 			ps.log = append(ps.log, placement{pod: d, node: n})

@@ -1,0 +1,78 @@
+package planning
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRepack(t *testing.T) {
+	pl := testPlanner(t)
+	var large *Template
+	for _, tm := range pl.Templates {
+		if tm.Type.Name == "m5.large" && tm.Offering.Zone == "us-east-1a" {
+			large = tm
+		}
+	}
+	nodeA, nodeB := nodeNamed(large, "a"), nodeNamed(large, "b")
+	bind := func(p *Pod, node string) *Pod { p.Pod.Spec.NodeName = node; return p }
+	antiX := func(p *Pod) *Pod {
+		p.Pod.Labels = map[string]string{"app": "y"}
+		p.Pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}}}
+		return p
+	}
+	tests := []struct {
+		name      string
+		onA, onB  []*Pod
+		templates bool
+		wantMoves int
+		wantNew   int
+	}{
+		{name: "b's pod fits beside a's", onA: []*Pod{pod(t, "x", "1", "1Gi", nil)}, onB: []*Pod{pod(t, "y", "500m", "1Gi", nil)}, wantMoves: 1},
+		{name: "too big for a's room, no templates", onA: []*Pod{pod(t, "x", "1500m", "1Gi", nil)}, onB: []*Pod{pod(t, "y", "500m", "1Gi", nil)}},
+		{name: "too big for a's room, a new node", onA: []*Pod{pod(t, "x", "1500m", "1Gi", nil)}, onB: []*Pod{pod(t, "y", "500m", "1Gi", nil)}, templates: true, wantNew: 1},
+		{name: "anti-affinity keeps it off a", onA: []*Pod{pod(t, "x", "100m", "128Mi", nil)}, onB: []*Pod{pod(t, "y", "100m", "128Mi", nil)}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if i == 3 {
+				tc.onA[0].Pod.Labels = map[string]string{"app": "x"}
+				tc.onB[0] = antiX(tc.onB[0])
+			}
+			var all []*corev1.Pod
+			for _, p := range tc.onA {
+				all = append(all, bind(p, "a").Pod)
+			}
+			for _, p := range tc.onB {
+				all = append(all, bind(p, "b").Pod)
+			}
+			// The pods' states come from PreFilter against the cluster as it runs.
+			fw := offline(t)
+			fw.SetSnapshot([]*corev1.Node{nodeA, nodeB}, all)
+			defer fw.SetSnapshot(nil, nil)
+			// The question is asked of unbound copies: a bound pod fits only its own node.
+			var moving []*Pod
+			for _, p := range tc.onB {
+				c := p.Pod.DeepCopy()
+				c.Spec.NodeName = ""
+				moving = append(moving, NewPod(c, filterFor(t, c)))
+			}
+			cl := NewCluster([]*corev1.Node{nodeA, nodeB}, all)
+			planner := &Planner{}
+			if tc.templates {
+				planner = pl
+			}
+			before := len(cl.byName["a"].info.Pods)
+			got := planner.Repack(context.Background(), cl, []string{"b"}, moving)
+			if len(got.Moves) != tc.wantMoves || len(got.Nodes) != tc.wantNew || len(got.Moves)+len(got.Nodes) == 0 && len(got.Unschedulable) != len(tc.onB) {
+				t.Errorf("moves %v, new nodes %d, unschedulable %v", got.Moves, len(got.Nodes), got.Unschedulable)
+			}
+			if after := len(cl.byName["a"].info.Pods); after != before {
+				t.Errorf("node a holds %d pods after the question, %d before: the cluster must not change", after, before)
+			}
+		})
+	}
+}
