@@ -16,6 +16,6 @@ import (
 )
 
 func main() {
-	command := app.NewSchedulerCommand(plugins.SchedulerOptions()...)
+	command := app.NewSchedulerCommand(plugins.SchedulerOptions(plugins.ConfigFile(os.Args[1:]))...)
 	os.Exit(cli.Run(command))
 }

@@ -3,6 +3,9 @@
 package plugins
 
 import (
+	"io"
+
+	"github.com/spf13/pflag"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	_ "sigs.k8s.io/scheduler-plugins/apis/config/scheme" // CoschedulingArgs
 	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
@@ -12,10 +15,23 @@ import (
 )
 
 // SchedulerOptions registers Tailor's plugin and the scheduler-plugins it ships with.
-func SchedulerOptions() []app.Option {
+// configFile is the scheduler's --config (see ConfigFile).
+func SchedulerOptions(configFile string) []app.Option {
 	return []app.Option{
-		app.WithPlugin(provisioner.Name, provisioner.New),
+		app.WithPlugin(provisioner.Name, provisioner.NewFactory(configFile)),
 		// Registered so profiles can enable gang scheduling; gang-aware provisioning comes later.
 		app.WithPlugin(coscheduling.Name, coscheduling.New),
 	}
+}
+
+// ConfigFile finds the --config flag among the scheduler's arguments; kube-scheduler parses it
+// too, but does not hand it to plugins.
+func ConfigFile(args []string) string {
+	fs := pflag.NewFlagSet("config", pflag.ContinueOnError)
+	fs.ParseErrorsWhitelist.UnknownFlags = true
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "")
+	_ = fs.Parse(args)
+	return *config
 }

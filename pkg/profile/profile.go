@@ -90,9 +90,20 @@ type Framework struct {
 	lister *snapshotLister
 }
 
-// NewFramework instantiates the profile's in-tree plugins. Plugins that are not in-tree (Tailor
-// itself, out-of-tree ones) are left out and named in skipped.
+// NewFramework instantiates the profile's in-tree plugins with no cluster behind them: their
+// informer-backed listers stay empty. Plugins that are not in-tree (Tailor itself, out-of-tree
+// ones) are left out and named in skipped.
 func (p *Profile) NewFramework(ctx context.Context) (fw *Framework, skipped []string, err error) {
+	// A client that is never used: nothing here talks to an API server, and informers are
+	// never started, so listers answer from empty caches.
+	client := kubernetes.NewForConfigOrDie(&restclient.Config{Host: "http://offline.invalid"})
+	return p.NewFrameworkFor(ctx, client, informers.NewSharedInformerFactory(client, 0))
+}
+
+// NewFrameworkFor instantiates the profile's in-tree plugins on a cluster's client and informers
+// (the scheduler's own, so they share caches). Call it before the factory starts: the plugins
+// ask for their informers when built.
+func (p *Profile) NewFrameworkFor(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory) (fw *Framework, skipped []string, err error) {
 	// The framework counts plugin calls in the scheduler's metrics, which must exist.
 	metrics.Register()
 	registry := plugins.NewInTreeRegistry()
@@ -121,13 +132,10 @@ func (p *Profile) NewFramework(ctx context.Context) (fw *Framework, skipped []st
 		}
 	}
 	prof.PluginConfig = pcs
-	// A client that is never used: nothing here talks to an API server, and informers are
-	// never started, so listers answer from empty caches.
-	client := kubernetes.NewForConfigOrDie(&restclient.Config{Host: "http://offline.invalid"})
 	lister := &snapshotLister{snapshot: cache.NewEmptySnapshot()}
 	f, err := frameworkruntime.NewFramework(ctx, registry, prof,
 		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
+		frameworkruntime.WithInformerFactory(factory),
 		frameworkruntime.WithSnapshotSharedLister(lister),
 		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(0)),
 	)

@@ -66,6 +66,9 @@ func TestMixedFleetNearLowerBound(t *testing.T) {
 	}
 	t.Logf("fleet $%.4f/h over %d claims; plan command: plan $%.4f/h, lower bound $%.4f/h; fleet = %.3f × bound",
 		fleet, len(listClaims(t)), res.Plan.PricePerHour(), res.LowerBound, fleet/res.LowerBound)
+	if fleet < res.LowerBound {
+		t.Errorf("fleet $%.4f/h is below the lower bound $%.4f/h: the bound is wrong", fleet, res.LowerBound)
+	}
 	if fleet > 1.10*res.LowerBound {
 		t.Errorf("fleet $%.4f/h is more than 10%% above the lower bound $%.4f/h", fleet, res.LowerBound)
 	}

@@ -59,7 +59,8 @@ func run(m *testing.M) int {
 	// The scheduler stops before the control plane, or the API server waits a minute for its
 	// watches to end.
 	defer func() { stopScheduler() }()
-	path, err := world.WriteSchedulerConfig("scheduler.yaml", false, nil)
+	// Consolidation stays out of the other tests' way; its own tests turn it on.
+	path, err := world.WriteSchedulerConfig("scheduler.yaml", false, quietConsolidation)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -80,7 +81,7 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
 	}
-	cc, sched, err := app.Setup(ctx, opts, plugins.SchedulerOptions()...)
+	cc, sched, err := app.Setup(ctx, opts, plugins.SchedulerOptions(configPath)...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,10 @@ func startScheduler() error {
 // and brings the shared configuration back afterwards.
 func restartScheduler(t *testing.T, mutate func(args map[string]any)) {
 	t.Helper()
-	path, err := world.WriteSchedulerConfig(t.Name()+".yaml", false, mutate)
+	path, err := world.WriteSchedulerConfig(t.Name()+".yaml", false, func(args map[string]any) {
+		quietConsolidation(args)
+		mutate(args)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +140,11 @@ func restartScheduler(t *testing.T, mutate func(args map[string]any)) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// quietConsolidation gives every pool a consolidateAfter no test outlasts.
+func quietConsolidation(args map[string]any) {
+	for _, p := range args["pools"].([]any) {
+		p.(map[string]any)["disruption"] = map[string]any{"consolidateAfter": "1h"}
+	}
 }

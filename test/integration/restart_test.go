@@ -99,8 +99,10 @@ func TestClaimWithoutPodsIsDropped(t *testing.T) {
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "Unavailable", Latency: time.Hour, Times: 1})
 	t.Cleanup(world.Sim.ClearFaults)
 
+	calls := world.Sim.Calls("CreateFleet")
 	createPod(t, ns, "gone", "1", "2Gi")
 	waitFor(t, "a claim for the pod", func() bool { return len(listClaims(t)) == 1 })
+	waitFor(t, "the launch to reach EC2", func() bool { return world.Sim.Calls("CreateFleet") > calls })
 	stopScheduler() // the crash, with the launch still waiting for EC2
 	if err := world.Client.CoreV1().Pods(ns).Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

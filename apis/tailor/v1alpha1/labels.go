@@ -26,6 +26,16 @@ const (
 
 	// AnnotationDoNotDisrupt on a pod or node keeps consolidation away from it.
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+
+	// AnnotationSafeToEvict "true" on a pod with local storage lets consolidation evict it
+	// (Cluster Autoscaler's cluster-autoscaler.kubernetes.io/safe-to-evict is honoured too).
+	AnnotationSafeToEvict = Group + "/safe-to-evict"
+
+	// TaintDisrupting (NoSchedule, value: the reason) marks a node consolidation is taking away;
+	// AnnotationDisruptingSince on the node says since when (RFC 3339). Together they are the
+	// whole state of a drain, so a restarted loop resumes or rolls it back from the node alone.
+	TaintDisrupting           = Group + "/disrupting"
+	AnnotationDisruptingSince = Group + "/disrupting-since"
 )
 
 // Tags on every EC2 resource Tailor creates. An instance without TagClusterPrefix+<cluster>=owned

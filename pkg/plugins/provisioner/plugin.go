@@ -25,9 +25,11 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/consolidation"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 )
 
@@ -54,25 +56,28 @@ var (
 	_ framework.ReservePlugin    = &Plugin{}
 )
 
-// New validates the args, connects to EC2 and starts the provisioner and lifecycle controller.
-// An error here stops the scheduler from starting, with the message naming the bad field.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
-	args, ok := obj.(*config.TailorArgs)
-	if !ok {
-		return nil, fmt.Errorf("%s: want args of type TailorArgs, got %T", Name, obj)
+// NewFactory returns the plugin's factory. configFile is the scheduler's --config: consolidation
+// builds the profile's plugins again from it, to ask them where pods would go if a node went
+// away (the scheduler does not hand plugins its profile).
+func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+		args, ok := obj.(*config.TailorArgs)
+		if !ok {
+			return nil, fmt.Errorf("%s: want args of type TailorArgs, got %T", Name, obj)
+		}
+		if err := validation.ValidateTailorArgs(field.NewPath("TailorArgs"), args); err != nil {
+			return nil, fmt.Errorf("%s: invalid plugin args: %w", Name, err)
+		}
+		provider, err := ec2.New(ctx, ec2.Options{Region: args.Region, ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion})
+		if err != nil {
+			return nil, fmt.Errorf("%s: EC2 client: %w", Name, err)
+		}
+		return NewWithCloud(ctx, args, h, provider, configFile)
 	}
-	if err := validation.ValidateTailorArgs(field.NewPath("TailorArgs"), args); err != nil {
-		return nil, fmt.Errorf("%s: invalid plugin args: %w", Name, err)
-	}
-	provider, err := ec2.New(ctx, ec2.Options{Region: args.Region, ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion})
-	if err != nil {
-		return nil, fmt.Errorf("%s: EC2 client: %w", Name, err)
-	}
-	return NewWithCloud(ctx, args, h, provider)
 }
 
 // NewWithCloud builds the plugin on a given cloud provider.
-func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider) (*Plugin, error) {
+func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, configFile string) (*Plugin, error) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	ctx = klog.NewContext(ctx, logger)
 	store, err := claims.NewStore(h.KubeConfig())
@@ -82,8 +87,29 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	pods := h.SharedInformerFactory().Core().V1().Pods()
 	nodes := h.SharedInformerFactory().Core().V1().Nodes()
 	daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
-	// Informers must be requested here, before the scheduler starts the factory, or they never run.
+	pdbs := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets()
+	// Informers must be requested here, before the scheduler starts the factory, or they never
+	// run; the consolidation framework's plugins ask for theirs as they are built.
 	daemonSets.Informer()
+	pdbs.Informer()
+	if configFile == "" {
+		return nil, fmt.Errorf("%s: the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)", Name)
+	}
+	profileName := ""
+	if named, ok := h.(interface{ ProfileName() string }); ok {
+		profileName = named.ProfileName()
+	}
+	prof, err := profile.LoadFile(configFile, profileName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	consolidationFramework, skipped, err := prof.NewFrameworkFor(ctx, h.ClientSet(), h.SharedInformerFactory())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if len(skipped) > 0 {
+		logger.Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
+	}
 	pl := &Plugin{handle: h, args: args, ledger: ledger.New(), daemons: &daemons{handle: h, lister: daemonSets.Lister()}}
 	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) {
@@ -118,6 +144,11 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
 		Recorder: h.EventRecorder(), Activate: activate, Observed: observed,
 	}
+	cons := &consolidation.Controller{
+		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
+		Nodes: nodes.Lister(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
+		Framework: consolidationFramework, Recorder: h.EventRecorder(),
+	}
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
 	// which claim, and a claim deleted by anyone releases its pods.
 	launcher := pl.prov.Launcher()
@@ -147,9 +178,18 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		// Launch resumption, registration and garbage collection act on the cloud: one replica
 		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
 		runLeaderElected(ctx, h, "tailor-controllers", func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := cons.Run(ctx); err != nil {
+					logger.Error(err, "Consolidation stopped")
+				}
+			}()
 			if err := lc.Run(ctx); err != nil {
 				logger.Error(err, "Lifecycle controller stopped")
 			}
+			wg.Wait()
 		})
 	}()
 	return pl, nil

@@ -1,0 +1,265 @@
+// Package consolidation gives back capacity nobody needs: a descheduler-style loop, run by the
+// elected leader, that removes empty and expired nodes and nodes whose pods fit elsewhere,
+// within each pool's disruption budgets, through the Eviction API. Where pods would go is the
+// planner's answer, so the profile's Filter plugins decide, as they do for launches.
+package consolidation
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/profile"
+)
+
+// DefaultDrainTimeout is how long a drain may wait for pods to leave before it is rolled back.
+const DefaultDrainTimeout = 10 * time.Minute
+
+// Controller is the consolidation loop.
+type Controller struct {
+	Args        *config.TailorArgs
+	Cloud       cloud.Provider
+	Claims      *claims.Store
+	Client      kubernetes.Interface
+	Nodes       corelisters.NodeLister
+	Pods        corelisters.PodLister
+	PodInformer cache.SharedIndexInformer
+	PDBs        policylisters.PodDisruptionBudgetLister
+	// Framework runs the profile's plugins over snapshots the loop sets; the loop is its only
+	// user.
+	Framework    *profile.Framework
+	Recorder     events.EventRecorder
+	DrainTimeout time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	started  time.Time
+	activity map[string]time.Time
+	events   map[string]time.Time
+	queue    workqueue.TypedDelayingInterface[string]
+}
+
+const passKey = "pass"
+
+// Run consolidates until ctx ends: every ConsolidationInterval, and soon after pods leave a node.
+func (c *Controller) Run(ctx context.Context) error {
+	registerMetrics()
+	logger := klog.FromContext(ctx).WithName("consolidation")
+	ctx = klog.NewContext(ctx, logger)
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	c.started = c.now()
+	c.activity, c.events = map[string]time.Time{}, map[string]time.Time{}
+	c.queue = workqueue.NewTypedDelayingQueue[string]()
+	defer c.queue.ShutDown()
+	reg, err := c.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.touch(obj) },
+		UpdateFunc: func(old, obj interface{}) {
+			if o, n := old.(*corev1.Pod), obj.(*corev1.Pod); o.Spec.NodeName != n.Spec.NodeName {
+				c.touch(obj)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			c.touch(obj)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.PodInformer.RemoveEventHandler(reg) }()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	logger.Info("Consolidation running", "interval", c.Args.ConsolidationInterval.Duration)
+	c.queue.Add(passKey)
+	for {
+		key, shutdown := c.queue.Get()
+		if shutdown {
+			return nil
+		}
+		c.pass(ctx)
+		c.queue.Done(key)
+		c.queue.AddAfter(passKey, c.Args.ConsolidationInterval.Duration)
+	}
+}
+
+// touch notes that a pod arrived on or left a node, and looks again once the node could be idle.
+func (c *Controller) touch(obj interface{}) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return
+	}
+	c.mu.Lock()
+	c.activity[p.Spec.NodeName] = c.now()
+	c.mu.Unlock()
+	wait := time.Duration(-1)
+	for i := range c.Args.Pools {
+		if d := c.Args.Pools[i].Disruption.ConsolidateAfter.Duration; wait < 0 || d < wait {
+			wait = d
+		}
+	}
+	c.queue.AddAfter(passKey, wait+time.Second)
+}
+
+func (c *Controller) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// pass moves every drain along, then decides what else to disrupt and starts it.
+func (c *Controller) pass(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	s, err := c.snapshot()
+	if err != nil {
+		logger.Error(err, "Cannot read the cluster; skipping this pass")
+		return
+	}
+	podsOn := map[string][]*corev1.Pod{}
+	for _, p := range s.pods {
+		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
+	}
+	var candidates []*ownedNode
+	for _, o := range s.owned {
+		if disrupting(o.node) {
+			c.drainStep(ctx, o, podsOn[o.node.Name])
+		} else if !o.node.Spec.Unschedulable && ready(o.node) {
+			candidates = append(candidates, o)
+		}
+	}
+	s.owned = candidates
+	ds, kept := decide(ctx, s, c.Framework)
+	for _, k := range kept {
+		c.eventOnce(k.node.node, "DisruptionBlocked", "Tailor keeps this node: "+k.why)
+	}
+	for _, d := range ds {
+		if err := c.mark(ctx, d); err != nil {
+			logger.Error(err, "Cannot mark node for disruption", "node", d.node.node.Name)
+			continue
+		}
+		logger.Info("Disrupting node", "node", d.node.node.Name, "method", d.method, "reason", d.why, "pods", len(d.evict))
+		c.drainStep(ctx, d.node, d.evict)
+	}
+}
+
+// snapshot reads what a pass needs from the caches.
+func (c *Controller) snapshot() (*snapshot, error) {
+	nodes, err := c.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.Pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			s.pods = append(s.pods, p)
+		}
+	}
+	if c.PDBs != nil {
+		if s.pdbs, err = c.PDBs.List(labels.Everything()); err != nil {
+			return nil, err
+		}
+	}
+	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range nodes {
+		o := c.owned(n)
+		if o == nil {
+			continue
+		}
+		o.idleSince = c.started
+		if t := o.node.CreationTimestamp.Time; t.After(o.idleSince) {
+			o.idleSince = t
+		}
+		if t, ok := c.activity[n.Name]; ok && t.After(o.idleSince) {
+			o.idleSince = t
+		}
+		s.owned = append(s.owned, o)
+		poolNodes[o.pool.Name]++
+		if disrupting(n) {
+			poolDisrupting[o.pool.Name]++
+		}
+	}
+	for i := range c.Args.Pools {
+		p := &c.Args.Pools[i]
+		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
+	}
+	return s, nil
+}
+
+// owned returns the node as Tailor's if its claim is Registered on it; any other node, Tailor
+// never touches.
+func (c *Controller) owned(n *corev1.Node) *ownedNode {
+	name := n.Labels[v1alpha1.LabelClaim]
+	if name == "" {
+		return nil
+	}
+	cl, ok := c.Claims.Get(name)
+	if !ok || cl.Status.Phase != v1alpha1.ClaimRegistered || cl.Status.NodeName != n.Name {
+		return nil
+	}
+	pool := c.Args.Pool(cl.Spec.Pool)
+	if pool == nil {
+		return nil
+	}
+	price, _ := strconv.ParseFloat(cl.Status.PricePerHour, 64)
+	return &ownedNode{node: n, claim: cl, pool: pool, price: price}
+}
+
+func ready(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// eventOnce records an event at most every five minutes per object and reason, so a node kept
+// pass after pass says why without flooding.
+func (c *Controller) eventOnce(obj eventObject, reason, note string) {
+	key := obj.GetNamespace() + "/" + obj.GetName() + "/" + reason
+	c.mu.Lock()
+	last, seen := c.events[key]
+	if seen && c.now().Sub(last) < 5*time.Minute {
+		c.mu.Unlock()
+		return
+	}
+	c.events[key] = c.now()
+	c.mu.Unlock()
+	c.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Consolidate", "%s", note)
+}
+
+// eventObject is a Node or a Pod.
+type eventObject interface {
+	runtime.Object
+	GetNamespace() string
+	GetName() string
+}

@@ -1,0 +1,151 @@
+package consolidation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// A drain is: taint and cordon the node (mark) → evict its pods through the Eviction API, which
+// honours PodDisruptionBudgets (evictStep, once per pass, until the pods are gone) → terminate
+// the instance → delete the Node → delete the claim (finish). The taint and its annotation are
+// the drain's whole state: after a crash at any step the next leader finds the tainted node and
+// carries on, or, past the timeout, rolls the taint back. A crash between terminating and
+// deleting the claim leaves a Registered claim without instance or node, which the lifecycle
+// controller removes.
+
+// mark taints and cordons the node, so nothing new lands on it, and notes when the drain began.
+func (c *Controller) mark(ctx context.Context, d decision) error {
+	err := c.updateNode(ctx, d.node.node.Name, func(n *corev1.Node) {
+		if !disrupting(n) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintDisrupting, Value: d.method, Effect: corev1.TaintEffectNoSchedule})
+		}
+		n.Spec.Unschedulable = true
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationDisruptingSince] = c.now().UTC().Format(time.RFC3339)
+	})
+	if err != nil {
+		return err
+	}
+	decisions.WithLabelValues(d.method).Inc()
+	c.Recorder.Eventf(d.node.node, nil, corev1.EventTypeNormal, "Disrupting", "Consolidate",
+		"Tailor is taking this node away (%s): %s", d.method, d.why)
+	return nil
+}
+
+// drainStep moves one disrupting node along: evict what is left, or finish once nothing is.
+func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1.Pod) {
+	logger := klog.FromContext(ctx).WithValues("node", o.node.Name)
+	since, err := time.Parse(time.RFC3339, o.node.Annotations[v1alpha1.AnnotationDisruptingSince])
+	if err != nil {
+		// Tainted but never annotated (a crash in between, or someone else's hand): start the
+		// clock now.
+		since = c.now()
+	}
+	var remaining []*corev1.Pod
+	for _, p := range pods {
+		switch v, why := judge(p, nil); v {
+		case block:
+			c.rollback(ctx, o, "a pod arrived that blocks it: "+why)
+			return
+		case evict:
+			remaining = append(remaining, p)
+		}
+	}
+	if len(remaining) == 0 {
+		c.finish(ctx, o)
+		return
+	}
+	if c.now().Sub(since) > c.DrainTimeout {
+		c.rollback(ctx, o, fmt.Sprintf("%d pods did not leave within %s (e.g. %s/%s; a PodDisruptionBudget may refuse)", len(remaining), c.DrainTimeout, remaining[0].Namespace, remaining[0].Name))
+		return
+	}
+	for _, p := range remaining {
+		if p.DeletionTimestamp != nil {
+			continue // already leaving
+		}
+		err := c.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}})
+		switch {
+		case err == nil:
+			evictions.WithLabelValues("evicted").Inc()
+		case apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			// A PodDisruptionBudget refuses for now; ask again next pass, never around it.
+			evictions.WithLabelValues("refused").Inc()
+			c.eventOnce(p, "EvictionRefused", fmt.Sprintf("Tailor is draining node %s; the eviction was refused: %v", o.node.Name, err))
+		default:
+			logger.Error(err, "Cannot evict", "pod", klog.KObj(p))
+		}
+	}
+}
+
+// finish terminates the instance, then deletes the Node and the claim.
+func (c *Controller) finish(ctx context.Context, o *ownedNode) {
+	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
+	if id := o.claim.Status.InstanceID; id != "" {
+		if err := c.Cloud.Terminate(ctx, id); err != nil {
+			logger.Error(err, "Cannot terminate; will retry", "instance", id)
+			return
+		}
+	}
+	if err := c.Client.CoreV1().Nodes().Delete(ctx, o.node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot delete node; will retry")
+		return
+	}
+	if err := c.Claims.Delete(ctx, o.claim.Name); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot delete claim; the lifecycle controller will")
+	}
+	method := "unknown"
+	for _, t := range o.node.Spec.Taints {
+		if t.Key == v1alpha1.TaintDisrupting {
+			method = t.Value
+		}
+	}
+	removed.WithLabelValues(method).Inc()
+	saved.Add(o.price)
+	logger.Info("Node removed", "method", method, "instance", o.claim.Status.InstanceID, "savedPerHour", o.price)
+}
+
+// rollback takes the taint and the cordon away again and says why.
+func (c *Controller) rollback(ctx context.Context, o *ownedNode, why string) {
+	err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
+		taints := n.Spec.Taints[:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key != v1alpha1.TaintDisrupting {
+				taints = append(taints, t)
+			}
+		}
+		n.Spec.Taints = taints
+		n.Spec.Unschedulable = false
+		delete(n.Annotations, v1alpha1.AnnotationDisruptingSince)
+	})
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot roll back disruption; will retry", "node", o.node.Name)
+		return
+	}
+	rollbacks.Inc()
+	c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "DisruptionRolledBack", "Consolidate", "Tailor keeps this node: %s", why)
+}
+
+func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(n)
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}

@@ -1,0 +1,29 @@
+package consolidation
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	decisions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "decisions_total",
+		Help: "Nodes chosen for disruption, by method (empty, delete, expired).", StabilityLevel: metrics.ALPHA}, []string{"method"})
+	evictions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "evictions_total",
+		Help: "Eviction requests, by result (evicted, refused by a PodDisruptionBudget).", StabilityLevel: metrics.ALPHA}, []string{"result"})
+	removed = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "nodes_removed_total",
+		Help: "Nodes terminated and deleted, by method.", StabilityLevel: metrics.ALPHA}, []string{"method"})
+	saved = metrics.NewCounter(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "saved_dollars_per_hour_total",
+		Help: "Sum of the hourly prices of the nodes removed.", StabilityLevel: metrics.ALPHA})
+	rollbacks = metrics.NewCounter(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "rollbacks_total",
+		Help: "Drains given up and undone.", StabilityLevel: metrics.ALPHA})
+
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(decisions, evictions, removed, saved, rollbacks)
+	})
+}

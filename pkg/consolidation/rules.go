@@ -1,0 +1,102 @@
+package consolidation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// A pod on a node being drained is one of three things: left alone (DaemonSet and mirror pods,
+// which belong to the node, and pods that have finished), evicted, or a reason the node may not be
+// disrupted at all. Each rule below is one such judgement, as Cluster Autoscaler's drainability
+// rules are; the first that speaks decides.
+
+type verdict int
+
+const (
+	evict verdict = iota
+	skip
+	block
+)
+
+type podRule func(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string)
+
+var podRules = []podRule{finished, mirror, daemonSet, doNotDisrupt, bare, localStorage, pdbAllowsNone}
+
+// judge applies the rules to one pod.
+func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string) {
+	for _, r := range podRules {
+		if v, why := r(p, pdbs); v != evict {
+			return v, why
+		}
+	}
+	return evict, ""
+}
+
+func finished(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return skip, ""
+	}
+	return evict, ""
+}
+
+func mirror(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return skip, ""
+	}
+	return evict, ""
+}
+
+func daemonSet(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "DaemonSet" {
+		return skip, ""
+	}
+	return evict, ""
+}
+
+func doNotDisrupt(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if p.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
+		return block, fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1alpha1.AnnotationDoNotDisrupt)
+	}
+	return evict, ""
+}
+
+func bare(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if metav1.GetControllerOf(p) == nil {
+		return block, fmt.Sprintf("pod %s/%s has no controller to recreate it", p.Namespace, p.Name)
+	}
+	return evict, ""
+}
+
+func localStorage(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if p.Annotations[v1alpha1.AnnotationSafeToEvict] == "true" || p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true" {
+		return evict, ""
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.HostPath != nil || v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+			return block, fmt.Sprintf("pod %s/%s keeps data in local volume %s (annotate it %s: \"true\" if that is fine to lose)", p.Namespace, p.Name, v.Name, v1alpha1.AnnotationSafeToEvict)
+		}
+	}
+	return evict, ""
+}
+
+func pdbAllowsNone(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string) {
+	for _, pdb := range pdbs {
+		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if pdb.Status.DisruptionsAllowed < 1 {
+			return block, fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s now", pdb.Namespace, pdb.Name, p.Name)
+		}
+	}
+	return evict, ""
+}
