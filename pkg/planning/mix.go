@@ -5,11 +5,12 @@ import (
 	"math"
 	"sort"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 )
 
 // mix is the cheapest fractional packing of a set of classes: how many nodes of each instance
@@ -102,9 +103,11 @@ func (ps *planState) newMix(classes []*class) *mix {
 		}
 		for i := range dims {
 			a.Set(i, n+i, -1)
-			b[i] = 1
+			// Distinct right-hand sides keep the LP from degenerating (gonum's simplex has no
+			// anti-cycling rule).
+			b[i] = 1 + float64(i)*1e-6
 		}
-		_, x, err := lp.Simplex(c, a, b, 1e-10, nil)
+		x, err := solveMix(c, a, b, cols, dims, ps)
 		if err != nil {
 			continue
 		}
@@ -166,4 +169,64 @@ func (m *mix) String() string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
+}
+
+// mixTimeout bounds the mix LP: it only steers packing, so a plan never waits long for it.
+const mixTimeout = time.Second
+
+// solveMix runs the simplex from a feasible basis (one column, the type that alone covers the
+// demand with the fewest nodes, plus the slack of every row it over-covers), so the solver's
+// first phase, which is slow and can fail, never runs; and in a goroutine with a deadline, so a
+// numerical surprise costs the mix, never the plan.
+func solveMix(c []float64, a *mat.Dense, b []float64, cols, dims []int, ps *planState) ([]float64, error) {
+	rows, n := len(dims), len(cols)
+	// The column that covers every row with the fewest nodes; its binding row leaves the basis'
+	// slack, the other rows keep theirs (positive: over-covered).
+	bestCol, bestRow, bestNodes := -1, -1, math.Inf(1)
+	for j := 0; j < n; j++ {
+		row, nodes := -1, 0.0
+		for i := 0; i < rows; i++ {
+			v := a.At(i, j)
+			if v <= 0 {
+				row = -2
+				break
+			}
+			if k := b[i] / v; k > nodes {
+				row, nodes = i, k
+			}
+		}
+		if row >= 0 && nodes < bestNodes {
+			bestCol, bestRow, bestNodes = j, row, nodes
+		}
+	}
+	if bestCol < 0 {
+		return nil, fmt.Errorf("no type offers every resource the pods request")
+	}
+	basis := []int{bestCol}
+	for i := 0; i < rows; i++ {
+		if i != bestRow {
+			basis = append(basis, n+i)
+		}
+	}
+	type result struct {
+		x   []float64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{err: fmt.Errorf("simplex: %v", r)}
+			}
+		}()
+		_, x, err := lp.Simplex(c, a, b, 1e-10, basis)
+		done <- result{x, err}
+	}()
+	select {
+	case r := <-done:
+		return r.x, r.err
+	case <-time.After(mixTimeout):
+		klog.FromContext(ps.ctx).Info("Instance mix LP did not finish; packing by cheapest type per pod", "types", n)
+		return nil, fmt.Errorf("simplex did not finish within %s", mixTimeout)
+	}
 }

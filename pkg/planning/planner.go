@@ -74,6 +74,17 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 func (ps *planState) run(pods []*Pod) *Plan {
 	plan := &Plan{templates: ps.pl.Templates}
 	classes := ps.classify(pods)
+	used := map[int]bool{}
+	for _, c := range classes {
+		for _, ti := range c.compatible {
+			used[ti] = true
+		}
+	}
+	for ti := range ps.pl.Templates {
+		if used[ti] {
+			ps.batchTemplates = append(ps.batchTemplates, ti)
+		}
+	}
 	ps.mix = ps.newMix(classes)
 	for _, c := range classes {
 		if len(c.compatible) == 0 && ps.cluster == nil {
@@ -110,6 +121,8 @@ type planState struct {
 	// log is every pod placed so far (daemons included), in order; classes catch up on it.
 	log []placement
 	mix *mix
+	// batchTemplates are the templates some class of the batch may use, in template order.
+	batchTemplates []int
 	// cluster, when repacking, holds the nodes that run; removed are those being taken away,
 	// whose pods every class's state forgets.
 	cluster *Cluster
@@ -187,34 +200,85 @@ func (ps *planState) classify(pods []*Pod) []*class {
 			}
 		}
 		rep := c.rep()
-		bestWeight := int32(math.MinInt32)
-		for ti, t := range ps.pl.Templates {
-			if t.Pool.Weight < bestWeight {
-				continue
-			}
+		var accepted []int
+		for ti := range ps.pl.Templates {
 			if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" {
 				c.reasons[r]++
 				continue
 			}
-			if t.Pool.Weight > bestWeight {
-				bestWeight, c.compatible = t.Pool.Weight, c.compatible[:0]
-			}
-			c.compatible = append(c.compatible, ti)
+			accepted = append(accepted, ti)
 		}
+		c.compatible = ps.topTier(c, accepted)
 		c.compatibleSet = make(map[int]bool, len(c.compatible))
 		for _, ti := range c.compatible {
 			c.compatibleSet[ti] = true
 		}
 	}
-	// Classes without inter-pod terms first (see class.interPod), then big pods first: they
-	// decide node sizes, small ones fill the gaps.
+	// Classes without inter-pod terms or spread first, then spread classes (so the nodes the
+	// others open are there to count), then classes with inter-pod terms (see class.interPod);
+	// within each, big pods first: they decide node sizes, small ones fill the gaps.
+	rank := func(c *class) int {
+		switch {
+		case c.interPod:
+			return 2
+		case len(c.spreadKeys) > 0:
+			return 1
+		}
+		return 0
+	}
 	sort.SliceStable(classes, func(i, j int) bool {
-		if classes[i].interPod != classes[j].interPod {
-			return !classes[i].interPod
+		if ri, rj := rank(classes[i]), rank(classes[j]); ri != rj {
+			return ri < rj
 		}
 		return size(classes[i].rep().Requests) > size(classes[j].rep().Requests)
 	})
 	return classes
+}
+
+// topTier keeps, of the templates the class's Filter verdict accepts, those of the highest-weight
+// pool that has one big enough for the class's largest pod (or, failing that, for its smallest):
+// a higher weight wins even when pricier, but never by leaving pods without a node that a lower
+// pool could give them.
+func (ps *planState) topTier(c *class, accepted []int) []int {
+	maxReq := make(vec, len(ps.dims.names))
+	for _, m := range c.members {
+		for i, r := range m.req {
+			if r > maxReq[i] {
+				maxReq[i] = r
+			}
+		}
+	}
+	for _, need := range []vec{maxReq, c.minReq} {
+		best, found := int32(math.MinInt32), false
+		for _, ti := range accepted {
+			if w := ps.pl.Templates[ti].Pool.Weight; fits(ps.avail[ti], nil, need) && (!found || w > best) {
+				best, found = w, true
+			}
+		}
+		if found {
+			var tier []int
+			for _, ti := range accepted {
+				if ps.pl.Templates[ti].Pool.Weight == best {
+					tier = append(tier, ti)
+				}
+			}
+			return tier
+		}
+	}
+	// No template holds even the smallest pod: keep the highest tier, whose sizes explain why.
+	best := int32(math.MinInt32)
+	for _, ti := range accepted {
+		if w := ps.pl.Templates[ti].Pool.Weight; w > best {
+			best = w
+		}
+	}
+	var tier []int
+	for _, ti := range accepted {
+		if ps.pl.Templates[ti].Pool.Weight == best {
+			tier = append(tier, ti)
+		}
+	}
+	return tier
 }
 
 // placeClass places every pod of c and returns those it could not.
@@ -307,19 +371,20 @@ func (ps *planState) sync(c *class) {
 }
 
 // chooseDomains picks, for each hard topology spread key of the class, one template per value
-// of the key, pool and architecture: the nodes Tailor may launch. The scheduler counts a domain
-// once a node is in it, and whether a node counts for the class is the spread plugin's own call
-// (its node inclusion policies), so every launchable kind of node is offered to it, not only
-// those the class may use: a zone that only other pools reach still counts against the skew.
-// A zone where no node runs yet is a domain the pods may spread to; the scheduler only knows
-// domains that have nodes, and refresh makes the class's state know these.
+// of the key, pool and architecture among the templates some class of the batch may use: the
+// nodes this plan may launch. A zone where no node runs yet is a domain the pods may spread to
+// (the scheduler only knows domains that have nodes; refresh makes the class's state know these),
+// and a zone only another class's pool reaches still counts against the skew once that class's
+// nodes are there. Whether a node counts for the class is the spread plugin's own call (its node
+// inclusion policies).
 func (ps *planState) chooseDomains(c *class) {
 	if len(c.spreadKeys) == 0 {
 		return
 	}
 	seen := map[string]bool{}
 	for _, key := range c.spreadKeys {
-		for ti, t := range ps.pl.Templates {
+		for _, ti := range ps.batchTemplates {
+			t := ps.pl.Templates[ti]
 			v, ok := t.Node.Labels[key]
 			id := key + "=" + v + "/" + t.Pool.Name + "/" + t.Type.Arch
 			if !ok || seen[id] {

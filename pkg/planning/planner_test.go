@@ -184,3 +184,16 @@ func TestFitOnto(t *testing.T) {
 		t.Fatalf("accepted %d pods, want only b (930m left)", len(got))
 	}
 }
+
+// A higher-weight pool wins only for pods it can hold: a pod too big for every type of the
+// preferred pool falls back to the other one rather than going without.
+func TestPoolWeightFallsBackForBigPods(t *testing.T) {
+	pools := []config.Pool{
+		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+	}
+	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod(t, "big", "6", "8Gi", nil)})
+	if len(plan.Unschedulable) != 0 || len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "cheap" {
+		t.Fatalf("want one node in the cheap pool, got nodes %+v, unschedulable %+v", plan.Nodes, plan.Unschedulable)
+	}
+}

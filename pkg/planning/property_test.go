@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +58,7 @@ func TestPlansPassTheRealFilters(t *testing.T) {
 			// pool's third zone counts in its spread (taints do not exclude nodes from topology
 			// spread domains), so maxSkew 2 caps it at four pods. Every other pod can always get
 			// a node of its own.
-			if u.Pod.Spec.Tolerations == nil {
+			if u.Pod.Spec.Tolerations == nil || !strings.Contains(u.Reason, "conflicts with other pods") {
 				t.Errorf("batch %d: pod %s (%s) unschedulable: %s", b, u.Pod.Name, describe(u.Pod), u.Reason)
 			}
 		}
@@ -140,7 +141,7 @@ func randomBatch(t *testing.T, r *rand.Rand, b int) []*Pod {
 	var pods []*Pod
 	for g := 0; g < groups; g++ {
 		app := fmt.Sprintf("b%d-g%d", b, g)
-		kind := r.Intn(10)
+		kind := r.Intn(11)
 		n := 1 + r.Intn(40/groups)
 		for i := 0; i < n; i++ {
 			p := &corev1.Pod{
@@ -168,6 +169,13 @@ func randomBatch(t *testing.T, r *rand.Rand, b int) []*Pod {
 				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
 			case 7:
 				p.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "arm64"}
+			case 9:
+				// A canary: plain, but labelled like the batch's first group, so it counts in
+				// that group's spread and affinity.
+				p.Labels["app"] = fmt.Sprintf("b%d-g0", b)
+			case 10:
+				// Nothing requested at all.
+				p.Spec.Containers[0].Resources.Requests = nil
 			case 8:
 				p.Spec.Tolerations = []corev1.Toleration{{Key: "tailor.dev/spot", Operator: corev1.TolerationOpExists}}
 				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: self}}

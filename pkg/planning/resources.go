@@ -1,6 +1,8 @@
 package planning
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -134,7 +136,13 @@ func inflate(node *corev1.Node) *corev1.Node {
 			alloc[name] = q
 			continue
 		}
-		alloc[name] = *resource.NewMilliQuantity(q.MilliValue()*1024+1<<40, q.Format)
+		v := q.MilliValue()
+		if v > (math.MaxInt64-1<<40)/1024 {
+			v = math.MaxInt64 / 2 // the largest types (u-*tb) would overflow
+		} else {
+			v = v*1024 + 1<<40
+		}
+		alloc[name] = *resource.NewMilliQuantity(v, q.Format)
 	}
 	n.Status.Allocatable = alloc
 	return n

@@ -165,6 +165,12 @@ func AddDaemons(ctx context.Context, templates []*Template, daemons []*Pod) {
 		pods := avail[corev1.ResourcePods]
 		pods.Sub(*resource.NewQuantity(int64(len(t.Daemons)), resource.DecimalSI))
 		avail[corev1.ResourcePods] = pods
+		// Daemons that overfill a small type leave nothing, not less than nothing.
+		for name, q := range avail {
+			if q.Sign() < 0 {
+				avail[name] = *resource.NewQuantity(0, q.Format)
+			}
+		}
 		t.Available = avail
 	}
 }
