@@ -24,8 +24,9 @@ import (
 // controller removes.
 
 // mark taints and cordons the node, so nothing new lands on it, and notes when the drain began.
+// The decision's node becomes the marked one.
 func (c *Controller) mark(ctx context.Context, d decision) error {
-	err := c.updateNode(ctx, d.node.node.Name, func(n *corev1.Node) {
+	marked, err := c.updateNode(ctx, d.node.node.Name, func(n *corev1.Node) {
 		if !disrupting(n) {
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintDisrupting, Value: d.method, Effect: corev1.TaintEffectNoSchedule})
 		}
@@ -38,6 +39,7 @@ func (c *Controller) mark(ctx context.Context, d decision) error {
 	if err != nil {
 		return err
 	}
+	d.node.node = marked
 	decisions.WithLabelValues(d.method).Inc()
 	c.Recorder.Eventf(d.node.node, nil, corev1.EventTypeNormal, "Disrupting", "Consolidate",
 		"Tailor is taking this node away (%s): %s", d.method, d.why)
@@ -119,7 +121,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode) {
 
 // rollback takes the taint and the cordon away again and says why.
 func (c *Controller) rollback(ctx context.Context, o *ownedNode, why string) {
-	err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
+	_, err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
 		taints := n.Spec.Taints[:0]
 		for _, t := range n.Spec.Taints {
 			if t.Key != v1alpha1.TaintDisrupting {
@@ -138,14 +140,16 @@ func (c *Controller) rollback(ctx context.Context, o *ownedNode, why string) {
 	c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "DisruptionRolledBack", "Consolidate", "Tailor keeps this node: %s", why)
 }
 
-func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) (*corev1.Node, error) {
+	var updated *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		mutate(n)
-		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		updated, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
+	return updated, err
 }
