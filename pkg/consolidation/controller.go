@@ -26,6 +26,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/provisioning"
 )
 
 // DefaultDrainTimeout is how long a drain may wait for pods to leave before it is rolled back.
@@ -43,7 +44,9 @@ type Controller struct {
 	PDBs        policylisters.PodDisruptionBudgetLister
 	// Framework runs the profile's plugins over snapshots the loop sets; the loop is its only
 	// user.
-	Framework    *profile.Framework
+	Framework *profile.Framework
+	// Launcher records and launches replacement nodes and lists what may be launched.
+	Launcher     *provisioning.Launcher
 	Recorder     events.EventRecorder
 	DrainTimeout time.Duration
 	// Now defaults to time.Now.
@@ -142,20 +145,35 @@ func (c *Controller) pass(ctx context.Context) {
 	for _, p := range s.pods {
 		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
 	}
+	reserved := c.replacements(ctx, s, podsOn)
 	var candidates []*ownedNode
 	for _, o := range s.owned {
-		if disrupting(o.node) {
+		switch {
+		case disrupting(o.node):
 			c.drainStep(ctx, o, podsOn[o.node.Name])
-		} else if !o.node.Spec.Unschedulable && ready(o.node) {
+		case reserved[o.node.Name]:
+			// Being replaced, or a replacement: not a candidate until that is over.
+		case !o.node.Spec.Unschedulable && ready(o.node):
 			candidates = append(candidates, o)
 		}
 	}
 	s.owned = candidates
+	if c.Launcher != nil {
+		if ts, err := c.Launcher.Templates(ctx); err == nil {
+			s.templates = ts
+		} else {
+			logger.Info("No replacements this pass: cannot list what to launch", "err", err)
+		}
+	}
 	ds, kept := decide(ctx, s, c.Framework)
 	for _, k := range kept {
 		c.eventOnce(k.node.node, "DisruptionBlocked", "Tailor keeps this node: "+k.why)
 	}
 	for _, d := range ds {
+		if len(d.replacements) > 0 {
+			c.launchReplacements(ctx, d)
+			continue
+		}
 		if err := c.mark(ctx, d); err != nil {
 			logger.Error(err, "Cannot mark node for disruption", "node", d.node.node.Name)
 			continue
@@ -175,7 +193,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}}
+	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			s.pods = append(s.pods, p)
@@ -187,6 +205,13 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		}
 	}
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
+	// Nodes waiting for their replacements count against the budget as if already draining.
+	replaced := map[string]bool{}
+	for _, cl := range c.Claims.List() {
+		for _, name := range replacedBy(cl) {
+			replaced[name] = true
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range nodes {
@@ -203,7 +228,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		}
 		s.owned = append(s.owned, o)
 		poolNodes[o.pool.Name]++
-		if disrupting(n) {
+		if disrupting(n) || replaced[n.Name] {
 			poolDisrupting[o.pool.Name]++
 		}
 	}

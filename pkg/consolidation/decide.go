@@ -20,7 +20,12 @@ const (
 	methodExpired = "expired"
 	methodEmpty   = "empty"
 	methodDelete  = "delete"
+	methodMerge   = "merge"
+	methodReplace = "replace"
 )
+
+// maxMerge bounds how many nodes one merge considers at once.
+const maxMerge = 16
 
 // ownedNode is a node Tailor launched: its claim is Registered on it.
 type ownedNode struct {
@@ -32,14 +37,20 @@ type ownedNode struct {
 	idleSince time.Time
 }
 
-// decision is one node to take away, and why.
+// decision is a node to take away, and why. A merge or replacement takes several (others) and
+// first launches the replacements, cheaper together than what they replace.
 type decision struct {
 	node   *ownedNode
+	others []*ownedNode
 	method string
 	why    string
-	// evict are the pods to evict; moves says where each is expected to go.
-	evict []*corev1.Pod
+	// evict are the pods to evict.
+	evict        []*corev1.Pod
+	replacements []*planning.PlannedNode
 }
+
+// nodes are all the nodes the decision takes away.
+func (d *decision) nodes() []*ownedNode { return append([]*ownedNode{d.node}, d.others...) }
 
 // skipped is a node considered and kept, and why (for an event).
 type skipped struct {
@@ -56,6 +67,10 @@ type snapshot struct {
 	owned []*ownedNode
 	// budget is how many more nodes each pool may start disrupting now.
 	budget map[string]int
+	// templates are what replacements may be launched as (none: no replacements).
+	templates []*planning.Template
+	// minSavings is the fraction of the replaced nodes' price a replacement must save.
+	minSavings float64
 }
 
 // decide picks what to disrupt: every expired and every empty node the budgets allow, then at
@@ -123,40 +138,124 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 	// The most expensive node first: removing it saves the most.
 	sort.SliceStable(underutilized, func(i, j int) bool { return underutilized[i].node.price > underutilized[j].node.price })
 	fw.SetSnapshot(s.nodes, s.pods)
-	cluster := planning.NewCluster(schedulable(s.nodes), s.pods)
+	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{}}
+	// Delete: one node whose pods all fit on the others.
 	for _, d := range underutilized {
 		if budget[d.node.pool.Name] < 1 {
 			continue
 		}
-		moving := make([]*planning.Pod, 0, len(d.evict))
-		ok := true
-		for _, p := range d.evict {
-			// Asked of an unbound copy: a bound pod fits only its own node.
-			c := p.DeepCopy()
-			c.Spec.NodeName = ""
-			state, err := fw.PreFilter(ctx, c)
-			if err != nil {
-				ok = false
-				break
-			}
-			moving = append(moving, planning.NewPod(c, &planning.FilterState{Plugins: fw, State: state, Pod: c}))
+		if r := q.repack(nil, []decision{d}); r != nil && len(r.Nodes) == 0 {
+			d.why = fmt.Sprintf("its %d pods fit on the other nodes; saves $%.4f/h", len(d.evict), d.node.price)
+			take(d)
+			return out, kept
 		}
-		if !ok {
-			continue
+	}
+	// Merge: several nodes into fewer or cheaper ones; the largest set that pays, found by
+	// halving as Karpenter's multi-node consolidation does.
+	for k := min(len(underutilized), maxMerge); k >= 2 && len(s.templates) > 0; k /= 2 {
+		set := underutilized[:k]
+		if d, ok := q.replace(set, s, methodMerge); ok && fitsBudget(budget, d) {
+			takeAll(budget, d)
+			return append(out, d), kept
 		}
-		r := (&planning.Planner{}).Repack(ctx, cluster, []string{d.node.node.Name}, moving)
-		if len(r.Unschedulable) > 0 || len(r.Moves) != len(moving) {
-			continue
+	}
+	// Replace: one node by a cheaper one.
+	for _, d := range underutilized {
+		if d, ok := q.replace([]decision{d}, s, methodReplace); ok && fitsBudget(budget, d) {
+			takeAll(budget, d)
+			return append(out, d), kept
 		}
-		targets := map[string]bool{}
-		for _, n := range r.Moves {
-			targets[n] = true
-		}
-		d.why = fmt.Sprintf("its %d pods fit on %d other nodes; saves $%.4f/h", len(moving), len(targets), d.node.price)
-		take(d)
-		break
 	}
 	return out, kept
+}
+
+// questions asks the planner where pods would go, with each pod's PreFilter state computed once
+// per pass.
+type questions struct {
+	ctx     context.Context
+	fw      *profile.Framework
+	cluster *planning.Cluster
+	states  map[*corev1.Pod]*planning.Pod
+}
+
+// repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
+// other nodes and new nodes of templates. It returns nil if some pod would have nowhere to go.
+func (q *questions) repack(templates []*planning.Template, ds []decision) *planning.Repacked {
+	var removed []string
+	var moving []*planning.Pod
+	for _, d := range ds {
+		removed = append(removed, d.node.node.Name)
+		for _, p := range d.evict {
+			mp, ok := q.states[p]
+			if !ok {
+				// Asked of an unbound copy: a bound pod fits only its own node.
+				c := p.DeepCopy()
+				c.Spec.NodeName = ""
+				state, err := q.fw.PreFilter(q.ctx, c)
+				if err != nil {
+					return nil
+				}
+				mp = planning.NewPod(c, &planning.FilterState{Plugins: q.fw, State: state, Pod: c})
+				q.states[p] = mp
+			}
+			moving = append(moving, mp)
+		}
+	}
+	r := (&planning.Planner{Templates: templates}).Repack(q.ctx, q.cluster, removed, moving)
+	if len(r.Unschedulable) > 0 {
+		return nil
+	}
+	return r
+}
+
+// replace asks whether the nodes of set can go, their pods moving to the other nodes and to new
+// nodes cheaper together by the required margin.
+func (q *questions) replace(set []decision, s *snapshot, method string) (decision, bool) {
+	r := q.repack(s.templates, set)
+	if r == nil {
+		return decision{}, false
+	}
+	var before float64
+	var evict []*corev1.Pod
+	var others []*ownedNode
+	for i, d := range set {
+		before += d.node.price
+		evict = append(evict, d.evict...)
+		if i > 0 {
+			others = append(others, d.node)
+		}
+	}
+	after := r.PricePerHour()
+	switch {
+	case after > before*(1-s.minSavings):
+		return decision{}, false // no churn for pennies
+	case method == methodMerge && len(r.Nodes) >= len(set), method == methodReplace && len(r.Nodes) == 0:
+		return decision{}, false
+	}
+	why := fmt.Sprintf("%d nodes ($%.4f/h) become %d new ($%.4f/h) plus room on the others; saves $%.4f/h", len(set), before, len(r.Nodes), after, before-after)
+	if method == methodReplace {
+		why = fmt.Sprintf("%d cheaper node(s) (%s, $%.4f/h) hold its %d pods for $%.4f/h less", len(r.Nodes), r.Nodes[0].Template.Type.Name, after, len(evict), before-after)
+	}
+	return decision{node: set[0].node, others: others, method: method, why: why, evict: evict, replacements: r.Nodes}, true
+}
+
+func fitsBudget(budget map[string]int, d decision) bool {
+	need := map[string]int{}
+	for _, n := range d.nodes() {
+		need[n.pool.Name]++
+	}
+	for pool, n := range need {
+		if budget[pool] < n {
+			return false
+		}
+	}
+	return true
+}
+
+func takeAll(budget map[string]int, d decision) {
+	for _, n := range d.nodes() {
+		budget[n.pool.Name]--
+	}
 }
 
 // schedulable are the nodes pods could move to: not cordoned, not being disrupted.

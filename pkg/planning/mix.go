@@ -72,7 +72,7 @@ func (ps *planState) newMix(classes []*class) *mix {
 			}
 		}
 		var cols []int
-		for _, key := range shapes {
+		for _, key := range largestOfScaled(ps, shapes, cheapest) {
 			ti := cheapest[key]
 			useful := false
 			for _, r := range dims {
@@ -229,4 +229,55 @@ func solveMix(c []float64, a *mat.Dense, b []float64, cols, dims []int, ps *plan
 		klog.FromContext(ps.ctx).Info("Instance mix LP did not finish; packing by cheapest type per pod", "types", n)
 		return nil, fmt.Errorf("simplex did not finish within %s", mixTimeout)
 	}
+}
+
+// largestOfScaled drops every shape that is a smaller copy of another at the same price per
+// unit (c6g.large beside c6g.xlarge): the LP cannot tell them apart, and the larger one packs
+// the same pods onto fewer nodes (each node is shrunk to fit its pods at the end anyway).
+func largestOfScaled(ps *planState, shapes []string, cheapest map[string]int) []string {
+	order := append([]string(nil), shapes...)
+	sort.SliceStable(order, func(i, j int) bool {
+		return ps.pl.Templates[cheapest[order[i]]].Offering.PricePerHour > ps.pl.Templates[cheapest[order[j]]].Offering.PricePerHour
+	})
+	var kept []string
+	for _, key := range order {
+		small := ps.pl.Templates[cheapest[key]]
+		scaled := false
+		for _, k := range kept {
+			if isScaledCopy(ps, cheapest[key], cheapest[k]) && small.Type.Arch == ps.pl.Templates[cheapest[k]].Type.Arch {
+				scaled = true
+				break
+			}
+		}
+		if !scaled {
+			kept = append(kept, key)
+		}
+	}
+	return kept
+}
+
+// isScaledCopy says whether template a is template b scaled down: the same price per unit of
+// every resource.
+func isScaledCopy(ps *planState, a, b int) bool {
+	pa, pb := ps.pl.Templates[a].Offering.PricePerHour, ps.pl.Templates[b].Offering.PricePerHour
+	if pa <= 0 || pb <= 0 {
+		return false
+	}
+	va, vb := ps.avail[a], ps.avail[b]
+	for i := 0; i < len(va) || i < len(vb); i++ {
+		var x, y float64
+		if i < len(va) {
+			x = float64(va[i]) / pa
+		}
+		if i < len(vb) {
+			y = float64(vb[i]) / pb
+		}
+		if i == podsDim {
+			continue // max pods is not proportional to size; the larger still holds more
+		}
+		if math.Abs(x-y) > 0.02*math.Max(x, y) {
+			return false
+		}
+	}
+	return true
 }

@@ -168,19 +168,7 @@ func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetw
 func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha1.Claim {
 	logger := klog.FromContext(ctx)
 	t := n.Template
-	claim := &v1alpha1.Claim{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name}},
-		Spec: v1alpha1.ClaimSpec{
-			Pool:         t.Pool.Name,
-			CapacityType: string(t.Offering.CapacityType),
-			Zone:         t.Offering.Zone,
-			PodCount:     len(n.Pods),
-			Resources:    t.Allocatable,
-		},
-	}
-	for _, alt := range n.Alternatives {
-		claim.Spec.InstanceTypes = append(claim.Spec.InstanceTypes, alt.Type.Name)
-	}
+	claim := newClaim(n)
 	uids := make([]types.UID, 0, len(n.Pods))
 	for _, p := range n.Pods {
 		claim.Spec.Pods = append(claim.Spec.Pods, v1alpha1.PodRef{Namespace: p.Pod.Namespace, Name: p.Pod.Name, UID: string(p.Pod.UID)})
@@ -207,6 +195,44 @@ func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha
 	}
 	l.Ledger.Add(created.Name, "", uids)
 	return created
+}
+
+// newClaim is the claim of a planned node, without its pods.
+func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
+	t := n.Template
+	claim := &v1alpha1.Claim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name}},
+		Spec: v1alpha1.ClaimSpec{
+			Pool:         t.Pool.Name,
+			CapacityType: string(t.Offering.CapacityType),
+			Zone:         t.Offering.Zone,
+			PodCount:     len(n.Pods),
+			Resources:    t.Allocatable,
+		},
+	}
+	for _, alt := range n.Alternatives {
+		claim.Spec.InstanceTypes = append(claim.Spec.InstanceTypes, alt.Type.Name)
+	}
+	return claim
+}
+
+// RecordReplacement records a planned node launched to replace running nodes (consolidation):
+// no pods wait for it (they run on the old nodes until those drain), and it names the nodes it
+// replaces. The caller launches it.
+func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string) (*v1alpha1.Claim, error) {
+	claim := newClaim(n)
+	claim.Spec.PodCount = 0
+	claim.Annotations = map[string]string{v1alpha1.AnnotationReplaces: strings.Join(replaces, ",")}
+	var created *v1alpha1.Claim
+	_, err := l.limits.admit(ctx, l, n.Template.Pool, claim.Spec.InstanceTypes, func() (string, error) {
+		var err error
+		created, err = l.Claims.Create(ctx, claim)
+		if err != nil {
+			return "", err
+		}
+		return created.Name, nil
+	})
+	return created, err
 }
 
 // launchTimeout bounds one launch, so a hung cloud call cannot stall provisioning.

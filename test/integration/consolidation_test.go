@@ -3,6 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/dryrun"
 )
 
 // consolidating restarts the scheduler with the general pool consolidating after one quiet
@@ -280,3 +285,86 @@ func createDeploymentObject(t *testing.T, d *appsv1.Deployment) {
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// A big node left with one small pod is replaced by a cheaper node; the pod moves to it and
+// keeps running.
+func TestBigNodeReplacedByCheaper(t *testing.T) {
+	consolidating(t, "")
+	ns := newNamespace(t)
+	createDeployment(t, ns, "big", 1, podSpec("3500m", "4Gi"))
+	createDeployment(t, ns, "small", 1, podSpec("250m", "256Mi"))
+	waitRunning(t, ns, 2)
+	cls := listClaims(t)
+	if len(cls) != 1 {
+		t.Fatalf("setup: %d claims, want the two pods on one node", len(cls))
+	}
+	before, _ := strconv.ParseFloat(cls[0].Status.PricePerHour, 64)
+	oldNode := cls[0].Status.NodeName
+	if err := world.Client.AppsV1().Deployments(ns).Delete(context.Background(), "big", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForWithin(t, "the small pod on a cheaper node", 90*time.Second, func() bool {
+		cls := listClaims(t)
+		pods := runningPods(t, ns)
+		if len(cls) != 1 || len(pods) != 1 || cls[0].Status.NodeName == oldNode || pods[0].Spec.NodeName != cls[0].Status.NodeName {
+			return false
+		}
+		after, _ := strconv.ParseFloat(cls[0].Status.PricePerHour, 64)
+		return after < before
+	})
+	if _, err := world.Client.CoreV1().Nodes().Get(context.Background(), oldNode, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("old node %s still there (%v)", oldNode, err)
+	}
+}
+
+// Thirty replicas scaled to five: the fleet shrinks to within 15% of the plan command's lower
+// bound for the five.
+func TestScaleDownShrinksFleet(t *testing.T) {
+	consolidating(t, "")
+	ns := newNamespace(t)
+	createDeployment(t, ns, "web", 30, podSpec("750m", "1Gi"))
+	waitRunning(t, ns, 30)
+	scale(t, ns, "web", 5)
+	manifest := filepath.Join(t.TempDir(), "five.yaml")
+	b, err := yaml.Marshal(deployment(ns, "web", 5, podSpec("750m", "1Gi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dryrun.Plan(context.Background(), dryrun.Options{Files: []string{manifest}, Config: schedulerConfig,
+		Catalog: "shipped", Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fleet float64
+	ok := pollWithin(2*time.Minute, func() bool {
+		fleet = 0
+		for _, c := range listClaims(t) {
+			p, _ := strconv.ParseFloat(c.Status.PricePerHour, 64)
+			fleet += p
+		}
+		return len(runningPods(t, ns)) == 5 && fleet <= 1.15*res.LowerBound
+	})
+
+	t.Logf("fleet $%.4f/h for 5 pods; lower bound $%.4f/h (%.3f×)", fleet, res.LowerBound, fleet/res.LowerBound)
+	if !ok {
+		for _, c := range listClaims(t) {
+			t.Logf("claim %s %s $%s/h %v", c.Name, c.Status.InstanceType, c.Status.PricePerHour, c.Annotations)
+		}
+		t.Fatalf("the fleet did not shrink to within 15%% of the bound\n%s", describePods(ns))
+	}
+}
+
+// pollWithin polls cond until it holds or timeout passes, and says which.
+func pollWithin(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return cond()
+}

@@ -36,6 +36,10 @@ const (
 	// whole state of a drain, so a restarted loop resumes or rolls it back from the node alone.
 	TaintDisrupting           = Group + "/disrupting"
 	AnnotationDisruptingSince = Group + "/disrupting-since"
+
+	// AnnotationReplaces on a claim names the nodes (comma-separated) it was launched to replace;
+	// those nodes drain once every claim of the replacement is Registered and its node Ready.
+	AnnotationReplaces = Group + "/replaces"
 )
 
 // Tags on every EC2 resource Tailor creates. An instance without TagClusterPrefix+<cluster>=owned

@@ -1,0 +1,144 @@
+package consolidation
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// A merge or replacement launches its new nodes first (claims annotated with the nodes they
+// replace) and drains the old nodes only once every new node is up: the pods never wait for
+// capacity. The annotation is the whole state: a restarted loop finds the claims and carries on.
+// If a replacement fails, the old nodes stay and the claims lose their annotation (a new node
+// without pods is then an empty node like any other).
+
+// launchReplacements records and launches a decision's new nodes.
+func (c *Controller) launchReplacements(ctx context.Context, d decision) {
+	logger := klog.FromContext(ctx)
+	var names []string
+	for _, n := range d.nodes() {
+		names = append(names, n.node.Name)
+	}
+	for _, pn := range d.replacements {
+		cl, err := c.Launcher.RecordReplacement(ctx, pn, names)
+		if err != nil {
+			logger.Info("Cannot launch a replacement; the nodes stay", "nodes", names, "err", err)
+			return
+		}
+		c.Launcher.LaunchAsync(ctx, cl)
+	}
+	decisions.WithLabelValues(d.method).Inc()
+	logger.Info("Launching replacements", "method", d.method, "nodes", names, "replacements", len(d.replacements), "reason", d.why)
+	for _, n := range d.nodes() {
+		c.Recorder.Eventf(n.node, nil, corev1.EventTypeNormal, "Replacing", "Consolidate", "Tailor is replacing this node (%s): %s", d.method, d.why)
+	}
+}
+
+// replacedBy lists the nodes a claim was launched to replace.
+func replacedBy(cl *v1alpha1.Claim) []string {
+	v := cl.Annotations[v1alpha1.AnnotationReplaces]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// replacements moves every replacement along: once all new nodes of a group are up, its old
+// nodes start draining; once the old nodes are gone (or a new node failed), the claims lose
+// their annotation. It returns the nodes no other decision may touch meanwhile: the old nodes
+// and the new ones.
+func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[string][]*corev1.Pod) map[string]bool {
+	logger := klog.FromContext(ctx)
+	groups := map[string][]*v1alpha1.Claim{}
+	for _, cl := range c.Claims.List() {
+		if v := cl.Annotations[v1alpha1.AnnotationReplaces]; v != "" {
+			groups[v] = append(groups[v], cl)
+		}
+	}
+	nodes := map[string]*corev1.Node{}
+	for _, n := range s.nodes {
+		nodes[n.Name] = n
+	}
+	owned := map[string]*ownedNode{}
+	for _, o := range s.owned {
+		owned[o.node.Name] = o
+	}
+	reserved := map[string]bool{}
+	for value, cls := range groups {
+		olds := strings.Split(value, ",")
+		left, up, failed := 0, 0, false
+		for _, name := range olds {
+			if _, ok := nodes[name]; ok {
+				left++
+			}
+		}
+		for _, cl := range cls {
+			switch cl.Status.Phase {
+			case v1alpha1.ClaimFailed:
+				failed = true
+			case v1alpha1.ClaimRegistered:
+				if n, ok := nodes[cl.Status.NodeName]; ok && ready(n) && !hasTaintKey(n, v1alpha1.TaintUnregistered) {
+					up++
+				}
+			}
+			reserved[cl.Status.NodeName] = true
+		}
+		switch {
+		case left == 0 || failed:
+			if failed {
+				logger.Info("A replacement failed; the old nodes stay", "nodes", olds)
+				for _, name := range olds {
+					if o, ok := owned[name]; ok {
+						c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "ReplacementFailed", "Consolidate", "Tailor keeps this node: a replacement node failed to launch")
+					}
+				}
+			}
+			for _, cl := range cls {
+				c.release(ctx, cl)
+			}
+			continue
+		case up == len(cls):
+			for _, name := range olds {
+				o, ok := owned[name]
+				if !ok || disrupting(o.node) {
+					continue
+				}
+				d := decision{node: o, method: methodReplace, why: "its replacement is up"}
+				if err := c.mark(ctx, d); err != nil {
+					logger.Error(err, "Cannot mark replaced node", "node", name)
+					continue
+				}
+				c.drainStep(ctx, d.node, podsOn[name])
+			}
+		}
+		for _, name := range olds {
+			reserved[name] = true
+		}
+	}
+	return reserved
+}
+
+// release takes the replacement annotation off a claim.
+func (c *Controller) release(ctx context.Context, cl *v1alpha1.Claim) {
+	cur, err := c.Claims.Fetch(ctx, cl.Name)
+	if err != nil {
+		return
+	}
+	delete(cur.Annotations, v1alpha1.AnnotationReplaces)
+	if _, err := c.Claims.Update(ctx, cur); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot release replacement claim; will retry", "claim", cl.Name, "err", err)
+	}
+}
+
+func hasTaintKey(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
