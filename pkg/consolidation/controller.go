@@ -56,6 +56,7 @@ type Controller struct {
 	started  time.Time
 	activity map[string]time.Time
 	events   map[string]time.Time
+	passes   int
 	queue    workqueue.TypedDelayingInterface[string]
 }
 
@@ -193,7 +194,9 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100}
+	c.passes++
+	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
+		rotation: c.passes * maxReplaceQuestions}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			s.pods = append(s.pods, p)

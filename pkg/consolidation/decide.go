@@ -24,8 +24,13 @@ const (
 	methodReplace = "replace"
 )
 
-// maxMerge bounds how many nodes one merge considers at once.
-const maxMerge = 16
+// maxMerge bounds how many nodes one merge considers at once; maxReplaceQuestions how many
+// single-node replacements one pass asks about (each plans new capacity, the costliest
+// question). Passes rotate through the candidates, so every node is asked about in turn.
+const (
+	maxMerge            = 16
+	maxReplaceQuestions = 8
+)
 
 // ownedNode is a node Tailor launched: its claim is Registered on it.
 type ownedNode struct {
@@ -71,6 +76,8 @@ type snapshot struct {
 	templates []*planning.Template
 	// minSavings is the fraction of the replaced nodes' price a replacement must save.
 	minSavings float64
+	// rotation picks where in the candidates this pass's replacement questions start.
+	rotation int
 }
 
 // decide picks what to disrupt: every expired and every empty node the budgets allow, then at
@@ -138,7 +145,8 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 	// The most expensive node first: removing it saves the most.
 	sort.SliceStable(underutilized, func(i, j int) bool { return underutilized[i].node.price > underutilized[j].node.price })
 	fw.SetSnapshot(s.nodes, s.pods)
-	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{}}
+	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{},
+		planner: &planning.Planner{Templates: s.templates}}
 	// Delete: one node whose pods all fit on the others.
 	for _, d := range underutilized {
 		if budget[d.node.pool.Name] < 1 {
@@ -160,7 +168,8 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		}
 	}
 	// Replace: one node by a cheaper one.
-	for _, d := range underutilized {
+	for i := 0; i < len(underutilized) && i < maxReplaceQuestions; i++ {
+		d := underutilized[(s.rotation+i)%len(underutilized)]
 		if d, ok := q.replace([]decision{d}, s, methodReplace); ok && fitsBudget(budget, d) {
 			takeAll(budget, d)
 			return append(out, d), kept
@@ -176,6 +185,8 @@ type questions struct {
 	fw      *profile.Framework
 	cluster *planning.Cluster
 	states  map[*corev1.Pod]*planning.Pod
+	// planner is shared by the questions that may launch, so template nodes are built once.
+	planner *planning.Planner
 }
 
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
@@ -201,7 +212,11 @@ func (q *questions) repack(templates []*planning.Template, ds []decision) *plann
 			moving = append(moving, mp)
 		}
 	}
-	r := (&planning.Planner{Templates: templates}).Repack(q.ctx, q.cluster, removed, moving)
+	planner := &planning.Planner{}
+	if len(templates) > 0 {
+		planner = q.planner
+	}
+	r := planner.Repack(q.ctx, q.cluster, removed, moving)
 	if len(r.Unschedulable) > 0 {
 		return nil
 	}

@@ -51,11 +51,15 @@ type PlannedNode struct {
 	Requests     corev1.ResourceList
 }
 
-// Planner packs batches onto templates.
+// Planner packs batches onto templates. A Planner may be reused for several questions about the
+// same templates (consolidation asks many per pass); it is not safe for concurrent use.
 type Planner struct {
 	Templates []*Template
 	// MaxAlternatives bounds how many types a planned node offers the launch (default 10).
 	MaxAlternatives int
+
+	// infos caches the template nodes the Filter plugins see; they never change.
+	infos []*framework.NodeInfo
 }
 
 // sweepLimit bounds how many nodes that refused a class are asked again before a new node is
@@ -154,7 +158,10 @@ func (pl *Planner) newPlanState(ctx context.Context, cl *Cluster) *planState {
 	if cl != nil {
 		d = cl.dims
 	}
-	ps := &planState{ctx: context.WithoutCancel(ctx), pl: pl, dims: d, infos: make([]*framework.NodeInfo, len(pl.Templates)), cluster: cl}
+	if len(pl.infos) != len(pl.Templates) {
+		pl.infos = make([]*framework.NodeInfo, len(pl.Templates))
+	}
+	ps := &planState{ctx: context.WithoutCancel(ctx), pl: pl, dims: d, infos: pl.infos, cluster: cl}
 	ps.avail = make([]vec, len(pl.Templates))
 	for i, t := range pl.Templates {
 		ps.avail[i] = ps.dims.vec(t.Available, false)
