@@ -28,18 +28,23 @@ type liveView struct {
 	start    time.Time
 	reported map[string]bool
 	last     string
+	// known are the launched claims last seen, so a removal can be reported; draining the
+	// nodes already reported draining.
+	known    map[string]*v1alpha1.Claim
+	draining map[string]bool
 }
 
 type snapshot struct {
 	samplePods, sampleRunning int
 	pending, running          int
-	nodes                     int
+	nodes, disrupting         int
 	claims                    []*v1alpha1.Claim
 	pricePerHour              float64
 }
 
 func newLiveView(client kubernetes.Interface, cfg *rest.Config) *liveView {
-	return &liveView{client: client, dyn: dynamic.NewForConfigOrDie(cfg), start: time.Now(), reported: map[string]bool{}}
+	return &liveView{client: client, dyn: dynamic.NewForConfigOrDie(cfg), start: time.Now(), reported: map[string]bool{},
+		known: map[string]*v1alpha1.Claim{}, draining: map[string]bool{}}
 }
 
 func (v *liveView) take(ctx context.Context) (*snapshot, error) {
@@ -67,6 +72,17 @@ func (v *liveView) take(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	s.nodes = len(nodes.Items)
+	for _, n := range nodes.Items {
+		for _, t := range n.Spec.Taints {
+			if t.Key == v1alpha1.TaintDisrupting {
+				s.disrupting++
+				if !v.draining[n.Name] {
+					v.draining[n.Name] = true
+					fmt.Printf("[%6.1fs] drain  %-16s (%s)\n", v.elapsed(), n.Name, t.Value)
+				}
+			}
+		}
+	}
 	list, err := v.dyn.Resource(v1alpha1.ClaimResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -105,7 +121,21 @@ func (v *liveView) watch(ctx context.Context, done func(*snapshot) bool) bool {
 }
 
 func (v *liveView) print(s *snapshot) {
+	current := map[string]bool{}
 	for _, c := range s.claims {
+		current[c.Name] = true
+	}
+	for name, c := range v.known {
+		if !current[name] {
+			delete(v.known, name)
+			fmt.Printf("[%6.1fs] remove %-16s %-14s %-11s %-9s $%s/h  (consolidated)\n", v.elapsed(), name, c.Status.InstanceType,
+				c.Status.Zone, c.Status.CapacityType, c.Status.PricePerHour)
+		}
+	}
+	for _, c := range s.claims {
+		if c.Status.InstanceID != "" {
+			v.known[c.Name] = c
+		}
 		if c.Status.InstanceID == "" || v.reported[c.Name] {
 			continue
 		}
@@ -113,8 +143,8 @@ func (v *liveView) print(s *snapshot) {
 		fmt.Printf("[%6.1fs] launch %-16s %-14s %-11s %-9s $%s/h  %d pods  %s\n", v.elapsed(), c.Name, c.Status.InstanceType,
 			c.Status.Zone, c.Status.CapacityType, c.Status.PricePerHour, c.Spec.PodCount, c.Status.InstanceID)
 	}
-	line := fmt.Sprintf("pods: %d pending, %d running (sample %d/%d) | nodes: %d | claims: %d | fleet $%.4f/h",
-		s.pending, s.running, s.sampleRunning, s.samplePods, s.nodes, len(s.claims), s.pricePerHour)
+	line := fmt.Sprintf("pods: %d pending, %d running (sample %d/%d) | nodes: %d (%d draining) | claims: %d | fleet $%.4f/h",
+		s.pending, s.running, s.sampleRunning, s.samplePods, s.nodes, s.disrupting, len(s.claims), s.pricePerHour)
 	if line != v.last {
 		v.last = line
 		fmt.Printf("[%6.1fs] %s\n", v.elapsed(), line)
@@ -122,6 +152,15 @@ func (v *liveView) print(s *snapshot) {
 }
 
 func (v *liveView) elapsed() float64 { return time.Since(v.start).Seconds() }
+
+// fleetPrice is the fleet's $/h now.
+func (v *liveView) fleetPrice(ctx context.Context) float64 {
+	s, err := v.take(ctx)
+	if err != nil {
+		return 0
+	}
+	return s.pricePerHour
+}
 
 // summary prints the fleet: one row per claim, with the pods it runs.
 func (v *liveView) summary(ctx context.Context) {

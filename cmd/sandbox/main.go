@@ -77,7 +77,14 @@ func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeo
 	fmt.Printf("Control plane up. Use it while the sandbox runs:\n  export KUBECONFIG=%s\n  kubectl get claims,nodes,pods -A\n", e.CP.Kubeconfig)
 	fmt.Printf("EC2 simulator: %s   logs: %s\n", e.SimURL, dir)
 
-	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, nil)
+	// The example profile, consolidating after 10 quiet seconds instead of 30, so the
+	// scale-down demo is quick.
+	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, func(args map[string]any) {
+		args["consolidationInterval"] = "5s"
+		for _, p := range args["pools"].([]any) {
+			p.(map[string]any)["disruption"] = map[string]any{"consolidateAfter": "10s"}
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -100,19 +107,39 @@ func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeo
 		fmt.Printf("Applied the sample workload: %d Deployments in namespace sample\n", n)
 	}
 	view := newLiveView(e.Client, e.CP.Config)
-	if !untilSettled {
-		view.watch(ctx, func(s *snapshot) bool { return false })
-		view.summary(ctx)
-		return nil
-	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	settled := view.watch(wctx, func(s *snapshot) bool { return s.samplePods > 0 && s.sampleRunning == s.samplePods })
-	view.summary(ctx)
+	if !untilSettled {
+		wctx = ctx
+	}
+	settled := noSample || view.watch(wctx, func(s *snapshot) bool { return s.samplePods > 0 && s.sampleRunning == s.samplePods })
 	if !settled {
+		view.summary(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("not settled after %s: %s", timeout, view.pendingReasons(ctx))
 	}
-	fmt.Println("Settled: every sample pod is Running on launched capacity.")
+	if !noSample {
+		fmt.Println("Settled: every sample pod is Running on launched capacity.")
+		view.summary(ctx)
+		before := view.fleetPrice(ctx)
+		if err := scaleSample(ctx, e.Client, scaleDownDeployment, scaleDownTo); err != nil {
+			return err
+		}
+		fmt.Printf("\nScaled sample/%s down to %d; consolidation gives back what is no longer needed:\n", scaleDownDeployment, scaleDownTo)
+		shrunk := view.watch(wctx, func(s *snapshot) bool { return s.pricePerHour < before && s.disrupting == 0 && s.pending == 0 })
+		if untilSettled {
+			view.summary(ctx)
+			if !shrunk {
+				return fmt.Errorf("the fleet did not shrink after the scale-down within %s", timeout)
+			}
+			fmt.Printf("Consolidated: fleet $%.4f/h -> $%.4f/h.\n", before, view.fleetPrice(ctx))
+			return nil
+		}
+	}
+	view.watch(ctx, func(s *snapshot) bool { return false })
+	view.summary(ctx)
 	return nil
 }
 

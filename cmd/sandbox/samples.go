@@ -40,3 +40,20 @@ func applySamples(ctx context.Context, client kubernetes.Interface) (int, error)
 	}
 	return deployments, nil
 }
+
+// The scale-down the sandbox shows once the sample has settled.
+const (
+	scaleDownDeployment = "web"
+	scaleDownTo         = 1
+)
+
+// scaleSample sets a sample Deployment's replicas.
+func scaleSample(ctx context.Context, client kubernetes.Interface, name string, replicas int32) error {
+	s, err := client.AppsV1().Deployments(SampleNamespace).GetScale(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Spec.Replicas = replicas
+	_, err = client.AppsV1().Deployments(SampleNamespace).UpdateScale(ctx, name, s, metav1.UpdateOptions{})
+	return err
+}
