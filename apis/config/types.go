@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -101,6 +105,16 @@ type Budget struct {
 type Selector struct {
 	IDs  []string
 	Tags map[string]string
+}
+
+// LaunchHash fingerprints what a pool's nodes are launched with (requirements, capacity types,
+// zones, network, image, instance profile, labels, taints), not how they are chosen or kept
+// (weight, limits, disruption). A node launched under another fingerprint has drifted.
+func (p *Pool) LaunchHash() string {
+	b, _ := json.Marshal([]any{p.Requirements, p.CapacityTypes, p.Zones, p.SubnetSelector, p.SecurityGroupSelector,
+		p.AMI, p.InstanceProfile, p.Labels, p.Taints, p.StartupTaints})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // Pool returns the pool of that name, or nil.

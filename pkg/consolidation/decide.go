@@ -18,6 +18,7 @@ import (
 // Methods, in the order they are tried: the cheapest decision first.
 const (
 	methodExpired = "expired"
+	methodDrift   = "drift"
 	methodEmpty   = "empty"
 	methodDelete  = "delete"
 	methodMerge   = "merge"
@@ -97,7 +98,7 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 	}
 	var out []decision
 	var kept []skipped
-	var underutilized []decision
+	var underutilized, renew []decision
 	take := func(d decision) bool {
 		if budget[d.node.pool.Name] < 1 {
 			kept = append(kept, skipped{d.node, fmt.Sprintf("pool %s's disruption budget is used up", d.node.pool.Name)})
@@ -125,12 +126,16 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 			}
 		}
 		expired := o.pool.Disruption.ExpireAfter.Duration > 0 && s.now.Sub(o.node.CreationTimestamp.Time) >= o.pool.Disruption.ExpireAfter.Duration
+		launchedWith := o.claim.Annotations[v1alpha1.AnnotationPoolHash]
+		drifted := launchedWith != "" && launchedWith != o.pool.LaunchHash()
 		idle := s.now.Sub(o.idleSince) >= o.pool.Disruption.ConsolidateAfter.Duration
 		switch {
-		case blocked != "" && (expired || idle):
+		case blocked != "" && (expired || drifted || idle):
 			kept = append(kept, skipped{o, blocked})
+		case drifted:
+			renew = append(renew, decision{node: o, method: methodDrift, why: fmt.Sprintf("pool %s's launch settings changed since it launched", o.pool.Name), evict: evictable})
 		case expired:
-			take(decision{node: o, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", o.pool.Disruption.ExpireAfter.Duration), evict: evictable})
+			renew = append(renew, decision{node: o, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", o.pool.Disruption.ExpireAfter.Duration), evict: evictable})
 		case !idle:
 		case len(evictable) == 0:
 			take(decision{node: o, method: methodEmpty, why: "no pods but DaemonSet pods", evict: nil})
@@ -138,15 +143,31 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 			underutilized = append(underutilized, decision{node: o, method: methodDelete, evict: evictable})
 		}
 	}
-	if len(underutilized) == 0 || len(out) > 0 {
-		// Empty and expired nodes go first; the next pass looks again with them gone.
+	if len(underutilized) == 0 && len(renew) == 0 || len(out) > 0 {
+		// Empty nodes go first; the next pass looks again with them gone.
+		return out, kept
+	}
+	fw.SetSnapshot(s.nodes, s.pods)
+	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{},
+		planner: &planning.Planner{Templates: s.templates}}
+	// Drifted and expired nodes are renewed whatever it costs: replacements first when their
+	// pods need new capacity, else (their pods fit elsewhere, or nothing can be planned for
+	// them now) a plain drain, after which the pods are provisioned as usual.
+	for _, d := range renew {
+		if budget[d.node.pool.Name] < 1 {
+			kept = append(kept, skipped{d.node, fmt.Sprintf("%s, but pool %s's disruption budget is used up", d.why, d.node.pool.Name)})
+			continue
+		}
+		if r := q.repack(s.templates, []decision{d}); r != nil && len(r.Nodes) > 0 {
+			d.replacements = r.Nodes
+		}
+		take(d)
+	}
+	if len(out) > 0 {
 		return out, kept
 	}
 	// The most expensive node first: removing it saves the most.
 	sort.SliceStable(underutilized, func(i, j int) bool { return underutilized[i].node.price > underutilized[j].node.price })
-	fw.SetSnapshot(s.nodes, s.pods)
-	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{},
-		planner: &planning.Planner{Templates: s.templates}}
 	// Delete: one node whose pods all fit on the others.
 	for _, d := range underutilized {
 		if budget[d.node.pool.Name] < 1 {

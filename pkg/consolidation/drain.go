@@ -81,6 +81,7 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 		switch {
 		case err == nil:
 			evictions.WithLabelValues("evicted").Inc()
+			c.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Evicted", "Consolidate", "Tailor evicted this pod to take node %s away", o.node.Name)
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
 			// A PodDisruptionBudget refuses for now; ask again next pass, never around it.

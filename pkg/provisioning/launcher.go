@@ -201,7 +201,8 @@ func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha
 func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 	t := n.Template
 	claim := &v1alpha1.Claim{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name}},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name},
+			Annotations: map[string]string{v1alpha1.AnnotationPoolHash: t.Pool.LaunchHash()}},
 		Spec: v1alpha1.ClaimSpec{
 			Pool:         t.Pool.Name,
 			CapacityType: string(t.Offering.CapacityType),
@@ -222,7 +223,7 @@ func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string) (*v1alpha1.Claim, error) {
 	claim := newClaim(n)
 	claim.Spec.PodCount = 0
-	claim.Annotations = map[string]string{v1alpha1.AnnotationReplaces: strings.Join(replaces, ",")}
+	claim.Annotations[v1alpha1.AnnotationReplaces] = strings.Join(replaces, ",")
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, n.Template.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error

@@ -27,9 +27,14 @@ import (
 // consolidating restarts the scheduler with the general pool consolidating after one quiet
 // second, checked every second, within budget (nodes: "10%" unless given). Batches wait for a
 // second of quiet, so the replicas of one Deployment are planned together.
-func consolidating(t *testing.T, budget string) {
+func consolidating(t *testing.T, budget string, more ...func(args map[string]any)) {
 	t.Helper()
 	restartScheduler(t, func(args map[string]any) {
+		defer func() {
+			for _, m := range more {
+				m(args)
+			}
+		}()
 		args["consolidationInterval"] = "1s"
 		args["batchIdleDuration"], args["batchMaxDuration"] = "1s", "5s"
 		d := map[string]any{"consolidateAfter": "1s"}
@@ -367,4 +372,27 @@ func pollWithin(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return cond()
+}
+
+// A node launched before its pool's settings changed has drifted: it drains, and its pod runs
+// on a node launched the way the pool says now.
+func TestDriftedNodeIsReplaced(t *testing.T) {
+	consolidating(t, "")
+	ns := newNamespace(t)
+	createDeployment(t, ns, "web", 1, podSpec("500m", "1Gi"))
+	old := waitRunning(t, ns, 1)[0].Spec.NodeName
+	consolidating(t, "", func(args map[string]any) {
+		args["pools"].([]any)[0].(map[string]any)["labels"] = map[string]any{"team": "blue"}
+	})
+	waitForWithin(t, "the pod on a node of the new settings", 90*time.Second, func() bool {
+		pods := runningPods(t, ns)
+		if len(pods) != 1 || pods[0].Spec.NodeName == old {
+			return false
+		}
+		return getNode(t, pods[0].Spec.NodeName).Labels["team"] == "blue"
+	})
+	waitFor(t, "the drifted node to go", func() bool {
+		_, err := world.Client.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 }

@@ -40,6 +40,10 @@ const (
 	// AnnotationReplaces on a claim names the nodes (comma-separated) it was launched to replace;
 	// those nodes drain once every claim of the replacement is Registered and its node Ready.
 	AnnotationReplaces = Group + "/replaces"
+
+	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
+	// whose pool has another fingerprint now has drifted and is replaced.
+	AnnotationPoolHash = Group + "/pool-hash"
 )
 
 // Tags on every EC2 resource Tailor creates. An instance without TagClusterPrefix+<cluster>=owned
