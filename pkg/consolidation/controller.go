@@ -41,7 +41,9 @@ type Controller struct {
 	Nodes       corelisters.NodeLister
 	Pods        corelisters.PodLister
 	PodInformer cache.SharedIndexInformer
-	PDBs        policylisters.PodDisruptionBudgetLister
+	// NodeInformer, if set, makes a new node prompt a pass (its room may let others go).
+	NodeInformer cache.SharedIndexInformer
+	PDBs         policylisters.PodDisruptionBudgetLister
 	// Framework runs the profile's plugins over snapshots the loop sets; the loop is its only
 	// user.
 	Framework *profile.Framework
@@ -92,6 +94,15 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = c.PodInformer.RemoveEventHandler(reg) }()
+	if c.NodeInformer != nil {
+		nreg, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(interface{}) { c.queue.AddAfter(passKey, time.Second) },
+		})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = c.NodeInformer.RemoveEventHandler(nreg) }()
+	}
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()

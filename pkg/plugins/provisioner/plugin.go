@@ -146,7 +146,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	}
 	cons := &consolidation.Controller{
 		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
-		Nodes: nodes.Lister(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
+		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
 		Framework: consolidationFramework, Launcher: pl.prov.Launcher(), Recorder: h.EventRecorder(),
 	}
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
