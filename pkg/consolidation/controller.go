@@ -59,7 +59,11 @@ type Controller struct {
 	activity map[string]time.Time
 	events   map[string]time.Time
 	passes   int
-	queue    workqueue.TypedDelayingInterface[string]
+	// decided holds nodes this process decided about lately: the caches may not show the taint
+	// or the replacement claims yet, and the next pass must neither decide again nor spend the
+	// budget twice.
+	decided map[string]time.Time
+	queue   workqueue.TypedDelayingInterface[string]
 }
 
 const passKey = "pass"
@@ -73,7 +77,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
 	c.started = c.now()
-	c.activity, c.events = map[string]time.Time{}, map[string]time.Time{}
+	c.activity, c.events, c.decided = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	c.queue = workqueue.NewTypedDelayingQueue[string]()
 	defer c.queue.ShutDown()
 	reg, err := c.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -163,13 +167,14 @@ func (c *Controller) pass(ctx context.Context) {
 		switch {
 		case disrupting(o.node):
 			c.drainStep(ctx, o, podsOn[o.node.Name])
-		case reserved[o.node.Name]:
-			// Being replaced, or a replacement: not a candidate until that is over.
-		case !o.node.Spec.Unschedulable && ready(o.node):
+		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
+			// Being replaced, a replacement, or just decided about: not a candidate now.
+		case !o.node.Spec.Unschedulable && ready(o.node) && !c.starting(o.node):
 			candidates = append(candidates, o)
 		}
 	}
 	s.owned = candidates
+	s.excluded = reserved
 	if c.Launcher != nil {
 		if ts, err := c.Launcher.Templates(ctx); err == nil {
 			s.templates = ts
@@ -208,9 +213,12 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	c.passes++
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
 		rotation: c.passes * maxReplaceQuestions}
+	nominated := map[string]bool{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			s.pods = append(s.pods, p)
+		} else if p.Status.NominatedNodeName != "" {
+			nominated[p.Status.NominatedNodeName] = true
 		}
 	}
 	if c.PDBs != nil {
@@ -240,9 +248,12 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		if t, ok := c.activity[n.Name]; ok && t.After(o.idleSince) {
 			o.idleSince = t
 		}
+		if nominated[n.Name] {
+			o.idleSince = s.now // pods are on their way to it
+		}
 		s.owned = append(s.owned, o)
 		poolNodes[o.pool.Name]++
-		if disrupting(n) || replaced[n.Name] {
+		if t, ok := c.decided[n.Name]; disrupting(n) || replaced[n.Name] || ok && s.now.Sub(t) < decidedMemory {
 			poolDisrupting[o.pool.Name]++
 		}
 	}
@@ -251,6 +262,30 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
 	}
 	return s, nil
+}
+
+// decidedMemory is how long a decision is remembered beyond what the caches show.
+const decidedMemory = 30 * time.Second
+
+// remember notes nodes just decided about.
+func (c *Controller) remember(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		c.decided[n] = c.now()
+	}
+	for n, t := range c.decided {
+		if c.now().Sub(t) > decidedMemory {
+			delete(c.decided, n)
+		}
+	}
+}
+
+func (c *Controller) recentlyDecided(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.decided[name]
+	return ok && c.now().Sub(t) < decidedMemory
 }
 
 // owned returns the node as Tailor's if its claim is Registered on it; any other node, Tailor

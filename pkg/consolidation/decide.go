@@ -79,6 +79,8 @@ type snapshot struct {
 	minSavings float64
 	// rotation picks where in the candidates this pass's replacement questions start.
 	rotation int
+	// excluded are nodes pods may not be planned onto: being replaced or replacements.
+	excluded map[string]bool
 }
 
 // decide picks what to disrupt: every expired and every empty node the budgets allow, then at
@@ -148,7 +150,7 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		return out, kept
 	}
 	fw.SetSnapshot(s.nodes, s.pods)
-	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes), s.pods), states: map[*corev1.Pod]*planning.Pod{},
+	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
 		planner: &planning.Planner{Templates: s.templates}}
 	// Drifted and expired nodes are renewed whatever it costs: replacements first when their
 	// pods need new capacity, else (their pods fit elsewhere, or nothing can be planned for
@@ -162,6 +164,8 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 			d.replacements = r.Nodes
 		}
 		take(d)
+		// Later questions see it gone: two drifted nodes must not each count on the other.
+		q.gone = append(q.gone, d.node.node.Name)
 	}
 	if len(out) > 0 {
 		return out, kept
@@ -208,12 +212,14 @@ type questions struct {
 	states  map[*corev1.Pod]*planning.Pod
 	// planner is shared by the questions that may launch, so template nodes are built once.
 	planner *planning.Planner
+	// gone are nodes already decided away in this pass.
+	gone []string
 }
 
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
 // other nodes and new nodes of templates. It returns nil if some pod would have nowhere to go.
 func (q *questions) repack(templates []*planning.Template, ds []decision) *planning.Repacked {
-	var removed []string
+	removed := append([]string(nil), q.gone...)
 	var moving []*planning.Pod
 	for _, d := range ds {
 		removed = append(removed, d.node.node.Name)
@@ -294,11 +300,12 @@ func takeAll(budget map[string]int, d decision) {
 	}
 }
 
-// schedulable are the nodes pods could move to: not cordoned, not being disrupted.
-func schedulable(nodes []*corev1.Node) []*corev1.Node {
+// schedulable are the nodes pods could move to: Ready, not cordoned, not being disrupted or
+// replaced.
+func schedulable(nodes []*corev1.Node, excluded map[string]bool) []*corev1.Node {
 	out := make([]*corev1.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if n.Spec.Unschedulable || disrupting(n) {
+		if n.Spec.Unschedulable || disrupting(n) || excluded[n.Name] || !ready(n) {
 			continue
 		}
 		out = append(out, n)

@@ -27,19 +27,23 @@ import (
 // The decision's node becomes the marked one.
 func (c *Controller) mark(ctx context.Context, d decision) error {
 	marked, err := c.updateNode(ctx, d.node.node.Name, func(n *corev1.Node) {
-		if !disrupting(n) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintDisrupting, Value: d.method, Effect: corev1.TaintEffectNoSchedule})
-		}
-		n.Spec.Unschedulable = true
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
+		if !disrupting(n) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintDisrupting, Value: d.method, Effect: corev1.TaintEffectNoSchedule})
+			if n.Spec.Unschedulable {
+				n.Annotations[v1alpha1.AnnotationWasCordoned] = "true"
+			}
+		}
+		n.Spec.Unschedulable = true
 		n.Annotations[v1alpha1.AnnotationDisruptingSince] = c.now().UTC().Format(time.RFC3339)
 	})
 	if err != nil {
 		return err
 	}
 	d.node.node = marked
+	c.remember(marked.Name)
 	decisions.WithLabelValues(d.method).Inc()
 	c.Recorder.Eventf(d.node.node, nil, corev1.EventTypeNormal, "Disrupting", "Consolidate",
 		"Tailor is taking this node away (%s): %s", d.method, d.why)
@@ -49,11 +53,23 @@ func (c *Controller) mark(ctx context.Context, d decision) error {
 // drainStep moves one disrupting node along: evict what is left, or finish once nothing is.
 func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1.Pod) {
 	logger := klog.FromContext(ctx).WithValues("node", o.node.Name)
+	if o.node.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
+		c.rollback(ctx, o, "the node was annotated "+v1alpha1.AnnotationDoNotDisrupt)
+		return
+	}
 	since, err := time.Parse(time.RFC3339, o.node.Annotations[v1alpha1.AnnotationDisruptingSince])
 	if err != nil {
 		// Tainted but never annotated (a crash in between, or someone else's hand): start the
-		// clock now.
+		// clock now, and write it down so it runs out.
 		since = c.now()
+		if _, err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[v1alpha1.AnnotationDisruptingSince] = since.UTC().Format(time.RFC3339)
+		}); err != nil {
+			return
+		}
 	}
 	var remaining []*corev1.Pod
 	for _, p := range pods {
@@ -93,13 +109,36 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 	}
 }
 
-// finish terminates the instance, then deletes the Node and the claim.
+// finish terminates the instance, then deletes the Node and the claim. It first asks the API
+// server, not the cache, whether a pod is still on the node: one bound just before the cordon
+// would die with the instance.
 func (c *Controller) finish(ctx context.Context, o *ownedNode) {
 	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
+	live, err := c.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + o.node.Name})
+	if err != nil {
+		logger.Error(err, "Cannot list the node's pods; will retry")
+		return
+	}
+	for i := range live.Items {
+		if v, _ := judge(&live.Items[i], nil); v == evict {
+			return // not empty after all; the next pass evicts it
+		}
+	}
 	if id := o.claim.Status.InstanceID; id != "" {
-		if err := c.Cloud.Terminate(ctx, id); err != nil {
-			logger.Error(err, "Cannot terminate; will retry", "instance", id)
+		// Only an instance whose own tags name this claim is terminated.
+		ins, err := c.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClaim: o.claim.Name})
+		if err != nil {
+			logger.Error(err, "Cannot describe the instance; will retry", "instance", id)
 			return
+		}
+		for _, in := range ins {
+			if in.ID != id {
+				continue
+			}
+			if err := c.Cloud.Terminate(ctx, id); err != nil {
+				logger.Error(err, "Cannot terminate; will retry", "instance", id)
+				return
+			}
 		}
 	}
 	if err := c.Client.CoreV1().Nodes().Delete(ctx, o.node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -130,8 +169,9 @@ func (c *Controller) rollback(ctx context.Context, o *ownedNode, why string) {
 			}
 		}
 		n.Spec.Taints = taints
-		n.Spec.Unschedulable = false
+		n.Spec.Unschedulable = n.Annotations[v1alpha1.AnnotationWasCordoned] == "true"
 		delete(n.Annotations, v1alpha1.AnnotationDisruptingSince)
+		delete(n.Annotations, v1alpha1.AnnotationWasCordoned)
 	})
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot roll back disruption; will retry", "node", o.node.Name)

@@ -2,7 +2,9 @@ package consolidation
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -23,14 +25,23 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) {
 	for _, n := range d.nodes() {
 		names = append(names, n.node.Name)
 	}
+	// Every claim is recorded before any launches, so a group is never half there.
+	var recorded []*v1alpha1.Claim
 	for _, pn := range d.replacements {
-		cl, err := c.Launcher.RecordReplacement(ctx, pn, names)
+		cl, err := c.Launcher.RecordReplacement(ctx, pn, names, len(d.replacements))
 		if err != nil {
 			logger.Info("Cannot launch a replacement; the nodes stay", "nodes", names, "err", err)
+			for _, r := range recorded {
+				_ = c.Claims.Delete(ctx, r.Name)
+			}
 			return
 		}
+		recorded = append(recorded, cl)
+	}
+	for _, cl := range recorded {
 		c.Launcher.LaunchAsync(ctx, cl)
 	}
+	c.remember(names...)
 	decisions.WithLabelValues(d.method).Inc()
 	logger.Info("Launching replacements", "method", d.method, "nodes", names, "replacements", len(d.replacements), "reason", d.why)
 	for _, n := range d.nodes() {
@@ -71,6 +82,16 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 	for value, cls := range groups {
 		olds := strings.Split(value, ",")
 		left, up, failed := 0, 0, false
+		// A member gone (the lifecycle controller removes failed launches) or a group past its
+		// deadline has failed too.
+		if want, err := strconv.Atoi(cls[0].Annotations[v1alpha1.AnnotationReplacementCount]); err == nil && len(cls) < want {
+			failed = true
+		}
+		for _, cl := range cls {
+			if s.now.Sub(cl.CreationTimestamp.Time) > c.Args.RegistrationTimeout.Duration+5*time.Minute {
+				failed = true
+			}
+		}
 		for _, name := range olds {
 			if _, ok := nodes[name]; ok {
 				left++
@@ -81,7 +102,7 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 			case v1alpha1.ClaimFailed:
 				failed = true
 			case v1alpha1.ClaimRegistered:
-				if n, ok := nodes[cl.Status.NodeName]; ok && ready(n) && !hasTaintKey(n, v1alpha1.TaintUnregistered) {
+				if n, ok := nodes[cl.Status.NodeName]; ok && ready(n) && !c.starting(n) {
 					up++
 				}
 			}
@@ -110,9 +131,8 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 				d := decision{node: o, method: methodReplace, why: "its replacement is up"}
 				if err := c.mark(ctx, d); err != nil {
 					logger.Error(err, "Cannot mark replaced node", "node", name)
-					continue
 				}
-				c.drainStep(ctx, d.node, podsOn[name])
+				// The pass drains it with the other disrupting nodes.
 			}
 		}
 		for _, name := range olds {
@@ -134,10 +154,19 @@ func (c *Controller) release(ctx context.Context, cl *v1alpha1.Claim) {
 	}
 }
 
-func hasTaintKey(n *corev1.Node, key string) bool {
+// starting says whether a node still carries a taint of a node coming up: Tailor's own, a
+// pool's startup taints, or the node lifecycle's.
+func (c *Controller) starting(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == key {
+		if t.Key == v1alpha1.TaintUnregistered || strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
 			return true
+		}
+		for i := range c.Args.Pools {
+			for _, st := range c.Args.Pools[i].StartupTaints {
+				if st.Key == t.Key {
+					return true
+				}
+			}
 		}
 	}
 	return false

@@ -27,8 +27,8 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(pods) == 0 {
 			break
 		}
-		if cached.Status.Phase != v1alpha1.ClaimLaunched {
-			continue
+		if cached.Status.Phase != v1alpha1.ClaimLaunched || cached.Annotations[v1alpha1.AnnotationReplaces] != "" {
+			continue // a replacement's room is for the pods of the nodes it replaces
 		}
 		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)
 		if err != nil {

@@ -220,10 +220,11 @@ func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 // RecordReplacement records a planned node launched to replace running nodes (consolidation):
 // no pods wait for it (they run on the old nodes until those drain), and it names the nodes it
 // replaces. The caller launches it.
-func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string) (*v1alpha1.Claim, error) {
+func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string, count int) (*v1alpha1.Claim, error) {
 	claim := newClaim(n)
 	claim.Spec.PodCount = 0
 	claim.Annotations[v1alpha1.AnnotationReplaces] = strings.Join(replaces, ",")
+	claim.Annotations[v1alpha1.AnnotationReplacementCount] = strconv.Itoa(count)
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, n.Template.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error

@@ -261,6 +261,9 @@ func TestKilledMidDrain(t *testing.T) {
 		return false
 	})
 	stopScheduler() // the crash, mid-drain
+	if n, err := world.Client.CoreV1().Nodes().Get(context.Background(), tainted, metav1.GetOptions{}); err != nil || !hasTaint(n, v1alpha1.TaintDisrupting) {
+		t.Fatalf("the drain of %s was over before the crash (%v): nothing to resume", tainted, err)
+	}
 	if err := startScheduler(); err != nil {
 		t.Fatal(err)
 	}
