@@ -236,6 +236,15 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	present := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		present[n.Name] = true
+	}
+	for name := range c.activity {
+		if !present[name] {
+			delete(c.activity, name)
+		}
+	}
 	for _, n := range nodes {
 		o := c.owned(n)
 		if o == nil {

@@ -83,10 +83,11 @@ type snapshot struct {
 	excluded map[string]bool
 }
 
-// decide picks what to disrupt: every expired and every empty node the budgets allow, then at
-// most one node whose pods all fit on the other nodes (the most expensive such node), so each
-// pass makes one move whose effect the next pass sees. It never touches a node with a
-// blocking pod, and it asks the profile's Filter plugins (through the planner) where pods go.
+// decide picks what to disrupt, the cheapest decision first: every empty node the budgets
+// allow; if there is none, every drifted or expired node the budgets allow (with replacements
+// when their pods need new capacity); if there is none, one delete, merge or replacement, so each
+// pass makes one move whose effect the next pass sees. It never touches a node with a blocking
+// pod, and it asks the profile's Filter plugins (through the planner) where pods would go.
 func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision, []skipped) {
 	podsOn := map[string][]*corev1.Pod{}
 	for _, p := range s.pods {
