@@ -25,9 +25,13 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 )
+
+// cloudTimeout bounds every cloud call of a pass, so one slow answer never stalls the loop.
+const cloudTimeout = 20 * time.Second
 
 // DefaultDrainTimeout is how long a drain may wait for pods to leave before it is rolled back.
 const DefaultDrainTimeout = 10 * time.Minute
@@ -169,18 +173,22 @@ func (c *Controller) pass(ctx context.Context) {
 			c.drainStep(ctx, o, podsOn[o.node.Name])
 		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
 			// Being replaced, a replacement, or just decided about: not a candidate now.
-		case !o.node.Spec.Unschedulable && ready(o.node) && !c.starting(o.node):
+		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node):
 			candidates = append(candidates, o)
 		}
 	}
 	s.owned = candidates
 	s.excluded = reserved
-	if c.Launcher != nil {
-		if ts, err := c.Launcher.Templates(ctx); err == nil {
+	if c.Launcher != nil && len(candidates) > 0 {
+		// Bounded: a slow catalog refresh costs this pass its replacements, never the drains
+		// of the next passes.
+		tctx, cancel := context.WithTimeout(ctx, cloudTimeout)
+		if ts, err := c.Launcher.Templates(tctx); err == nil {
 			s.templates = ts
 		} else {
 			logger.Info("No replacements this pass: cannot list what to launch", "err", err)
 		}
+		cancel()
 	}
 	ds, kept := decide(ctx, s, c.Framework)
 	for _, k := range kept {
@@ -314,15 +322,6 @@ func (c *Controller) owned(n *corev1.Node) *ownedNode {
 	}
 	price, _ := strconv.ParseFloat(cl.Status.PricePerHour, 64)
 	return &ownedNode{node: n, claim: cl, pool: pool, price: price}
-}
-
-func ready(n *corev1.Node) bool {
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // eventOnce records an event at most every five minutes per object and reason, so a node kept

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 )
@@ -306,7 +307,7 @@ func takeAll(budget map[string]int, d decision) {
 func schedulable(nodes []*corev1.Node, excluded map[string]bool) []*corev1.Node {
 	out := make([]*corev1.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if n.Spec.Unschedulable || disrupting(n) || excluded[n.Name] || !ready(n) {
+		if n.Spec.Unschedulable || disrupting(n) || excluded[n.Name] || !lifecycle.Ready(n) {
 			continue
 		}
 		out = append(out, n)

@@ -23,6 +23,9 @@ import (
 // deleting the claim leaves a Registered claim without instance or node, which the lifecycle
 // controller removes.
 
+// evictTimeout bounds one eviction request.
+const evictTimeout = 10 * time.Second
+
 // mark taints and cordons the node, so nothing new lands on it, and notes when the drain began.
 // The decision's node becomes the marked one.
 func (c *Controller) mark(ctx context.Context, d decision) error {
@@ -93,7 +96,10 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 		if p.DeletionTimestamp != nil {
 			continue // already leaving
 		}
-		err := c.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}})
+		// Bounded: an eviction the API server sits on is asked again next pass.
+		ectx, cancel := context.WithTimeout(ctx, evictTimeout)
+		err := c.Client.PolicyV1().Evictions(p.Namespace).Evict(ectx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}})
+		cancel()
 		switch {
 		case err == nil:
 			evictions.WithLabelValues("evicted").Inc()
@@ -125,8 +131,10 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode) {
 		}
 	}
 	if id := o.claim.Status.InstanceID; id != "" {
+		cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
+		defer cancel()
 		// Only an instance whose own tags name this claim is terminated.
-		ins, err := c.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClaim: o.claim.Name})
+		ins, err := c.Cloud.Instances(cctx, map[string]string{v1alpha1.TagClaim: o.claim.Name})
 		if err != nil {
 			logger.Error(err, "Cannot describe the instance; will retry", "instance", id)
 			return
@@ -135,7 +143,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode) {
 			if in.ID != id {
 				continue
 			}
-			if err := c.Cloud.Terminate(ctx, id); err != nil {
+			if err := c.Cloud.Terminate(cctx, id); err != nil {
 				logger.Error(err, "Cannot terminate; will retry", "instance", id)
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // A merge or replacement launches its new nodes first (claims annotated with the nodes they
@@ -102,7 +103,7 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 			case v1alpha1.ClaimFailed:
 				failed = true
 			case v1alpha1.ClaimRegistered:
-				if n, ok := nodes[cl.Status.NodeName]; ok && ready(n) && !c.starting(n) {
+				if n, ok := nodes[cl.Status.NodeName]; ok && lifecycle.Ready(n) && !lifecycle.Starting(c.Args, n) {
 					up++
 				}
 			}
@@ -152,22 +153,4 @@ func (c *Controller) release(ctx context.Context, cl *v1alpha1.Claim) {
 	if _, err := c.Claims.Update(ctx, cur); err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot release replacement claim; will retry", "claim", cl.Name, "err", err)
 	}
-}
-
-// starting says whether a node still carries a taint of a node coming up: Tailor's own, a
-// pool's startup taints, or the node lifecycle's.
-func (c *Controller) starting(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1alpha1.TaintUnregistered || strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
-			return true
-		}
-		for i := range c.Args.Pools {
-			for _, st := range c.Args.Pools[i].StartupTaints {
-				if st.Key == t.Key {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -26,7 +27,7 @@ const (
 
 type podRule func(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string)
 
-var podRules = []podRule{finished, mirror, daemonSet, doNotDisrupt, bare, localStorage, pdbAllowsNone}
+var podRules = []podRule{finished, stuckTerminating, mirror, daemonSet, doNotDisrupt, bare, localStorage, pdbAllowsNone}
 
 // judge applies the rules to one pod.
 func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string) {
@@ -40,6 +41,18 @@ func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string
 
 func finished(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return skip, ""
+	}
+	return evict, ""
+}
+
+// stuckTerminatingAfter is how long past its deletion deadline (which includes its grace period)
+// a terminating pod may linger before a drain stops waiting for it: its kubelet is gone or
+// wedged, and the node going away cannot hurt it further.
+const stuckTerminatingAfter = time.Minute
+
+func stuckTerminating(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+	if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time) > stuckTerminatingAfter {
 		return skip, ""
 	}
 	return evict, ""

@@ -260,6 +260,16 @@ func TestKilledMidDrain(t *testing.T) {
 		}
 		return false
 	})
+	// Crash between two evictions: one pod of a has been evicted (its replacement runs
+	// elsewhere) and the PodDisruptionBudget holds the other on the draining node.
+	waitFor(t, "the first eviction", func() bool {
+		for _, p := range runningPods(t, ns) {
+			if p.Labels["app"] == "a" && p.Spec.NodeName != tainted {
+				return true
+			}
+		}
+		return false
+	})
 	stopScheduler() // the crash, mid-drain
 	if n, err := world.Client.CoreV1().Nodes().Get(context.Background(), tainted, metav1.GetOptions{}); err != nil || !hasTaint(n, v1alpha1.TaintDisrupting) {
 		t.Fatalf("the drain of %s was over before the crash (%v): nothing to resume", tainted, err)

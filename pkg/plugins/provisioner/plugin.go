@@ -6,7 +6,6 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -237,29 +236,7 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 	if err != nil || ni.Node() == nil {
 		return false
 	}
-	node := ni.Node()
-	ready := false
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
-		return false
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == v1alpha1.TaintUnregistered || strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
-			return false
-		}
-		for i := range pl.args.Pools {
-			for _, st := range pl.args.Pools[i].StartupTaints {
-				if st.Key == t.Key {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return lifecycle.Ready(ni.Node()) && !lifecycle.Starting(pl.args, ni.Node())
 }
 
 // Reserve takes the pod off its claim: it has a node now.
