@@ -375,18 +375,6 @@ func TestScaleDownShrinksFleet(t *testing.T) {
 	}
 }
 
-// pollWithin polls cond until it holds or timeout passes, and says which.
-func pollWithin(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return cond()
-}
-
 // A node launched before its pool's settings changed has drifted: it drains, and its pod runs
 // on a node launched the way the pool says now.
 func TestDriftedNodeIsReplaced(t *testing.T) {

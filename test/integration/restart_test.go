@@ -79,15 +79,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // waitForWithin polls cond until it holds, for at most timeout.
 func waitForWithin(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	if !pollWithin(timeout, cond) {
+		t.Fatalf("waiting for %s: not within %s", what, timeout)
 	}
+}
+
+// pollWithin polls cond every 100 ms until it holds or timeout passes, and says which.
+func pollWithin(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
 }
 
 // The scheduler dies while a claim's launch is still on its way to EC2 (which never acts on it),
