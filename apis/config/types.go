@@ -22,6 +22,12 @@ type TailorArgs struct {
 	Region string
 	// KubernetesVersion picks the EKS-optimized AMI for aliases such as al2023 (e.g. "1.34").
 	KubernetesVersion string
+	// ClusterEndpoint, ClusterCABundle (base64 PEM), ServiceCIDR and IPFamily are what nodes
+	// need to join; empty ones are read from eks:DescribeCluster when Tailor starts.
+	ClusterEndpoint string
+	ClusterCABundle string
+	ServiceCIDR     string
+	IPFamily        string
 	// Pools are the kinds of capacity Tailor may launch.
 	Pools []Pool
 	// BatchIdleDuration is how long the batcher waits for another failed pod before it plans.

@@ -17,6 +17,17 @@ type TailorArgs struct {
 	Region string `json:"region,omitempty"`
 	// KubernetesVersion picks the EKS-optimized AMI for aliases. Defaults to 1.34.
 	KubernetesVersion *string `json:"kubernetesVersion,omitempty"`
+	// ClusterEndpoint is the API server URL nodes join (https://...). Empty means the endpoint
+	// eks:DescribeCluster reports at start.
+	ClusterEndpoint string `json:"clusterEndpoint,omitempty"`
+	// ClusterCABundle is the cluster's certificate authority, base64-encoded PEM as
+	// DescribeCluster reports it. Empty means DescribeCluster's.
+	ClusterCABundle string `json:"clusterCABundle,omitempty"`
+	// ServiceCIDR is the cluster's service IP range (nodes derive the cluster DNS address from
+	// it). Empty means DescribeCluster's.
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// IPFamily of the cluster, ipv4 or ipv6. Empty means DescribeCluster's.
+	IPFamily string `json:"ipFamily,omitempty"`
 	// Pools are the kinds of capacity Tailor may launch. At least one.
 	Pools []Pool `json:"pools"`
 	// BatchIdleDuration is how long the batcher waits for another failed pod. Defaults to 100ms.

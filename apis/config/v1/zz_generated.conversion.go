@@ -251,6 +251,10 @@ func autoConvert_v1_TailorArgs_To_config_TailorArgs(in *TailorArgs, out *config.
 	if err := metav1.Convert_Pointer_string_To_string(&in.KubernetesVersion, &out.KubernetesVersion, s); err != nil {
 		return err
 	}
+	out.ClusterEndpoint = in.ClusterEndpoint
+	out.ClusterCABundle = in.ClusterCABundle
+	out.ServiceCIDR = in.ServiceCIDR
+	out.IPFamily = in.IPFamily
 	if in.Pools != nil {
 		in, out := &in.Pools, &out.Pools
 		*out = make([]config.Pool, len(*in))
@@ -291,6 +295,10 @@ func autoConvert_config_TailorArgs_To_v1_TailorArgs(in *config.TailorArgs, out *
 	if err := metav1.Convert_string_To_Pointer_string(&in.KubernetesVersion, &out.KubernetesVersion, s); err != nil {
 		return err
 	}
+	out.ClusterEndpoint = in.ClusterEndpoint
+	out.ClusterCABundle = in.ClusterCABundle
+	out.ServiceCIDR = in.ServiceCIDR
+	out.IPFamily = in.IPFamily
 	if in.Pools != nil {
 		in, out := &in.Pools, &out.Pools
 		*out = make([]Pool, len(*in))

@@ -3,7 +3,12 @@
 package validation
 
 import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,9 +33,10 @@ var (
 	clusterPattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 
 	// AMIAliases are the image aliases Tailor resolves through SSM.
-	AMIAliases = sets.New("al2023")
+	AMIAliases = sets.New("al2023", "bottlerocket")
 
 	capacityTypes = sets.New("on-demand", "spot")
+	ipFamilies    = sets.New("ipv4", "ipv6")
 	taintEffects  = sets.New(string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))
 	limitNames    = sets.New(corev1.ResourceCPU, corev1.ResourceMemory)
 
@@ -63,6 +69,7 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	if !versionRegexp.MatchString(args.KubernetesVersion) {
 		errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), args.KubernetesVersion, "must look like 1.34"))
 	}
+	errs = append(errs, validateClusterBootstrap(path, args)...)
 	if args.BatchIdleDuration.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("batchIdleDuration"), args.BatchIdleDuration.String(), "must be positive"))
 	}
@@ -91,6 +98,41 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 		names.Insert(args.Pools[i].Name)
 	}
 	return errs.ToAggregate()
+}
+
+// validateClusterBootstrap checks the optional overrides of what eks:DescribeCluster reports:
+// a node given a wrong one never joins, so it is refused here rather than after a launch.
+func validateClusterBootstrap(path *field.Path, args *config.TailorArgs) field.ErrorList {
+	var errs field.ErrorList
+	if ep := args.ClusterEndpoint; ep != "" {
+		u, err := url.Parse(ep)
+		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			errs = append(errs, field.Invalid(path.Child("clusterEndpoint"), ep, "must be the API server's https:// URL, as eks:DescribeCluster reports it"))
+		}
+	}
+	if ca := args.ClusterCABundle; ca != "" {
+		pemBytes, err := base64.StdEncoding.DecodeString(ca)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("clusterCABundle"), "<bundle>", "must be base64-encoded PEM, as eks:DescribeCluster reports certificateAuthority.data"))
+		} else if block, _ := pem.Decode(pemBytes); block == nil || block.Type != "CERTIFICATE" {
+			errs = append(errs, field.Invalid(path.Child("clusterCABundle"), "<bundle>", "the decoded bundle holds no PEM CERTIFICATE block"))
+		} else if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			errs = append(errs, field.Invalid(path.Child("clusterCABundle"), "<bundle>", fmt.Sprintf("the first certificate does not parse: %v", err)))
+		}
+	}
+	if args.IPFamily != "" && !ipFamilies.Has(args.IPFamily) {
+		errs = append(errs, field.NotSupported(path.Child("ipFamily"), args.IPFamily, sets.List(ipFamilies)))
+	}
+	if c := args.ServiceCIDR; c != "" {
+		prefix, err := netip.ParsePrefix(c)
+		switch {
+		case err != nil || prefix.Masked() != prefix:
+			errs = append(errs, field.Invalid(path.Child("serviceCIDR"), c, "must be a network in CIDR notation such as 10.100.0.0/16"))
+		case args.IPFamily == "ipv6" && !prefix.Addr().Is6(), args.IPFamily == "ipv4" && !prefix.Addr().Is4():
+			errs = append(errs, field.Invalid(path.Child("serviceCIDR"), c, "is not of the cluster's ipFamily "+args.IPFamily))
+		}
+	}
+	return errs
 }
 
 func validatePool(path *field.Path, p *config.Pool) field.ErrorList {

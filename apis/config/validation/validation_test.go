@@ -1,6 +1,14 @@
 package validation
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +63,18 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "bad security group id", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].SecurityGroupSelector = config.Selector{IDs: []string{"subnet-1"}}
 		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
+		{name: "bottlerocket alias", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "bottlerocket" }},
+		{name: "cluster bootstrap overrides", mutate: func(a *config.TailorArgs) {
+			a.ClusterEndpoint, a.ClusterCABundle, a.ServiceCIDR, a.IPFamily = "https://ABC.gr7.us-east-1.eks.amazonaws.com", testCABundle(t), "10.100.0.0/16", "ipv4"
+		}},
+		{name: "ipv6 service CIDR", mutate: func(a *config.TailorArgs) { a.ServiceCIDR, a.IPFamily = "fd00:10:96::/108", "ipv6" }},
+		{name: "http endpoint", mutate: func(a *config.TailorArgs) { a.ClusterEndpoint = "http://10.0.0.1" }, want: []string{`args.clusterEndpoint: Invalid value: "http://10.0.0.1"`}},
+		{name: "endpoint with a path", mutate: func(a *config.TailorArgs) { a.ClusterEndpoint = "https://x.example/api" }, want: []string{"args.clusterEndpoint: Invalid value"}},
+		{name: "CA not base64", mutate: func(a *config.TailorArgs) { a.ClusterCABundle = "-----BEGIN CERTIFICATE-----" }, want: []string{"args.clusterCABundle: Invalid value: \"<bundle>\": must be base64-encoded PEM"}},
+		{name: "CA without a certificate", mutate: func(a *config.TailorArgs) { a.ClusterCABundle = "aGVsbG8=" }, want: []string{"args.clusterCABundle: Invalid value: \"<bundle>\": the decoded bundle holds no PEM CERTIFICATE block"}},
+		{name: "bad service CIDR", mutate: func(a *config.TailorArgs) { a.ServiceCIDR = "10.100.0.1/16" }, want: []string{`args.serviceCIDR: Invalid value: "10.100.0.1/16"`}},
+		{name: "service CIDR of the other family", mutate: func(a *config.TailorArgs) { a.ServiceCIDR, a.IPFamily = "10.100.0.0/16", "ipv6" }, want: []string{"args.serviceCIDR: Invalid value: \"10.100.0.0/16\": is not of the cluster's ipFamily ipv6"}},
+		{name: "bad ip family", mutate: func(a *config.TailorArgs) { a.IPFamily = "dual" }, want: []string{`args.ipFamily: Unsupported value: "dual"`}},
 		{name: "bad ami", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "ubuntu" }, want: []string{`args.pools[0].ami: Invalid value: "ubuntu"`}},
 		{name: "reserved label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"tailor.dev/pool": "x"} }, want: []string{"args.pools[0].labels[tailor.dev/pool]: Forbidden"}},
 		{name: "kubelet-restricted label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"team.kubernetes.io/x": "y"} }, want: []string{"args.pools[0].labels[team.kubernetes.io/x]: Forbidden"}},
@@ -101,4 +121,21 @@ func TestValidateTailorArgs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testCABundle is a fresh self-signed CA certificate, base64-encoded PEM as DescribeCluster
+// reports certificateAuthority.data.
+func testCABundle(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, IsCA: true,
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

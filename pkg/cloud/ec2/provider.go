@@ -74,6 +74,8 @@ type Options struct {
 	ClusterEndpoint             string
 	ClusterCertificateAuthority string
 	ClusterCIDR                 string
+	// IPFamily is the cluster's, ipv4 or ipv6 (pkg/cloud/eks reads all four from DescribeCluster).
+	IPFamily string
 	// CatalogTTL is how long the instance types and the zones offering them (and resolved image
 	// aliases) are cached; default 5m. Prices have their own TTLs.
 	CatalogTTL time.Duration
@@ -128,15 +130,25 @@ var versionRe = regexp.MustCompile(`^1\.[0-9]{1,2}$`)
 // New loads the default AWS configuration (environment, shared files, IMDS) and returns a
 // Provider.
 func New(ctx context.Context, opts Options) (*Provider, error) {
+	cfg, err := LoadConfig(ctx, opts.Region)
+	if err != nil {
+		return nil, err
+	}
+	return NewFromConfig(cfg, opts)
+}
+
+// LoadConfig loads the default AWS configuration (environment, shared files, IMDS), in region
+// when it is not empty: the one configuration every AWS client of Tailor's is built from.
+func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	var loadOpts []func(*config.LoadOptions) error
-	if opts.Region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(opts.Region))
+	if region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("ec2: loading AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("ec2: loading AWS configuration: %w", err)
 	}
-	return NewFromConfig(cfg, opts)
+	return cfg, nil
 }
 
 // NewFromConfig returns a Provider using cfg (its region, credentials, endpoints and retryer).

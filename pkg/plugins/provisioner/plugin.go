@@ -24,6 +24,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/cloud/eks"
 	"github.com/tailor-eks/tailor/pkg/consolidation"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
@@ -67,10 +68,26 @@ func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object,
 		if err := validation.ValidateTailorArgs(field.NewPath("TailorArgs"), args); err != nil {
 			return nil, fmt.Errorf("%s: invalid plugin args: %w", Name, err)
 		}
-		provider, err := ec2.New(ctx, ec2.Options{Region: args.Region, ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion})
+		cfg, err := ec2.LoadConfig(ctx, args.Region)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+		// Nodes cannot join without these, so Tailor does not start without them either.
+		cluster, err := eks.Resolve(ctx, eks.NewClient(cfg), args.ClusterName, eks.Cluster{
+			Endpoint: args.ClusterEndpoint, CABundle: args.ClusterCABundle, ServiceCIDR: args.ServiceCIDR, IPFamily: args.IPFamily,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+		provider, err := ec2.NewFromConfig(cfg, ec2.Options{
+			ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion,
+			ClusterEndpoint: cluster.Endpoint, ClusterCertificateAuthority: cluster.CABundle,
+			ClusterCIDR: cluster.ServiceCIDR, IPFamily: cluster.IPFamily,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: EC2 client: %w", Name, err)
 		}
+		klog.FromContext(ctx).Info("Cluster bootstrap settings", "endpoint", cluster.Endpoint, "serviceCIDR", cluster.ServiceCIDR, "ipFamily", cluster.IPFamily)
 		return NewWithCloud(ctx, args, h, provider, configFile)
 	}
 }

@@ -84,6 +84,10 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveState(w)
 		return
 	}
+	if isEKSRequest(r) {
+		s.serveEKS(w, r, begin)
+		return
+	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		s.serveJSON(w, r, target, begin)
 		return

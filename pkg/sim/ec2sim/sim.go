@@ -161,6 +161,7 @@ type Sim struct {
 	images        []*image
 	imageByID     map[string]*image
 	ssmParams     map[string]string
+	cluster       *ClusterInfo // what DescribeCluster reports; nil while "creating"
 	templates     []*launchTemplate
 	ltTokens      map[string]*launchTemplate
 	instances     []*instance

@@ -6,6 +6,7 @@ package env
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -93,6 +94,9 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 	}
 	e.stops = append(e.stops, e.CP.Stop)
 	e.Client = kubernetes.NewForConfigOrDie(e.CP.Config)
+	// The cluster is "active" once its API server is up: DescribeCluster then reports what nodes
+	// need to join it, as EKS does.
+	e.Sim.SetCluster(ec2sim.ClusterInfo{Endpoint: e.CP.Config.Host, CABundle: base64.StdEncoding.EncodeToString(e.CP.Config.CAData)})
 
 	e.Cloud, err = ec2.New(ctx, ec2.Options{Region: o.Region, ClusterName: o.ClusterName})
 	if err != nil {
@@ -143,6 +147,7 @@ func (e *Environment) AWSEnv() map[string]string {
 		"AWS_ENDPOINT_URL_EC2":      e.SimURL,
 		"AWS_ENDPOINT_URL_SSM":      e.SimURL,
 		"AWS_ENDPOINT_URL_PRICING":  e.SimURL,
+		"AWS_ENDPOINT_URL_EKS":      e.SimURL,
 		"AWS_REGION":                e.Region,
 		"AWS_ACCESS_KEY_ID":         "sandbox",
 		"AWS_SECRET_ACCESS_KEY":     "sandbox",
