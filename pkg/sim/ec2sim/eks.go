@@ -102,17 +102,8 @@ func (s *Sim) serveEKS(w http.ResponseWriter, r *http.Request, begin time.Time) 
 	s.log.Debug("ec2sim request", "action", op, "status", 200, "duration", time.Since(begin))
 }
 
-// writeEKSError writes a REST-JSON error: the code travels in X-Amzn-ErrorType.
+// writeEKSError writes a REST-JSON error: the code travels in X-Amzn-ErrorType
+// only, the body carries just the message.
 func (s *Sim) writeEKSError(w http.ResponseWriter, op string, e *apiError, begin time.Time) {
-	s.mu.Lock()
-	reqID := s.newRequestID()
-	s.mu.Unlock()
-	out, _ := json.Marshal(map[string]string{"message": e.message})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amzn-RequestId", reqID)
-	w.Header().Set("X-Amzn-ErrorType", e.code)
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(e.status)
-	_, _ = w.Write(out)
-	s.log.Debug("ec2sim request", "action", op, "status", e.status, "code", e.code, "duration", time.Since(begin))
+	s.writeErrorBody(w, op, e, begin, "application/json", map[string]string{"message": e.message})
 }

@@ -130,12 +130,20 @@ func (s *Sim) getParameter(_ []byte, params map[string]any) (any, *apiError) {
 	}}, nil
 }
 
+// writeJSONError writes an awsJson1.1 error: the code is in the body's __type
+// and in X-Amzn-ErrorType.
 func (s *Sim) writeJSONError(w http.ResponseWriter, op string, e *apiError, begin time.Time) {
+	s.writeErrorBody(w, op, e, begin, "application/x-amz-json-1.1", map[string]string{"__type": e.code, "message": e.message})
+}
+
+// writeErrorBody writes a JSON error body with the headers both JSON
+// protocols share.
+func (s *Sim) writeErrorBody(w http.ResponseWriter, op string, e *apiError, begin time.Time, contentType string, body map[string]string) {
 	s.mu.Lock()
 	reqID := s.newRequestID()
 	s.mu.Unlock()
-	out, _ := json.Marshal(map[string]string{"__type": e.code, "message": e.message})
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	out, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Amzn-RequestId", reqID)
 	w.Header().Set("X-Amzn-ErrorType", e.code)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
