@@ -3,6 +3,10 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 KWOK      := $(BIN)/kwok
 KWOK_VERSION := v0.7.0
+NODEADM   := $(BIN)/nodeadm
+# nodeadm (the AL2023 node bootstrap) at the commit the proxy serves; the node agent validates
+# every simulated instance's user data with it.
+NODEADM_VERSION := v0.0.0-20240229193347-cfab22a10647
 CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
 TEST_TIMEOUT ?= 25m
@@ -16,11 +20,14 @@ build:
 	$(GO) build -o $(BIN)/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o $(BIN)/tailor-sandbox ./cmd/sandbox
 
-## tools: kwok (the kubelet stand-in) built from its Go module into ./bin
-tools: $(KWOK)
+## tools: kwok (the kubelet stand-in) and nodeadm (the AL2023 bootstrap) built from their Go modules into ./bin
+tools: $(KWOK) $(NODEADM)
 
 $(KWOK):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+
+$(NODEADM):
+	GOBIN=$(BIN) $(GO) install github.com/awslabs/amazon-eks-ami/nodeadm/cmd/nodeadm@$(NODEADM_VERSION)
 
 ## test: lint, unit tests and integration tests on a real control plane
 test: lint tools

@@ -27,14 +27,8 @@ const (
 	ResourceNvidiaGPU corev1.ResourceName = "nvidia.com/gpu"
 )
 
-// MaxPods is the EKS-optimized AMI's pod limit for a type: every ENI but its primary address
-// can hold a pod IP, plus two host-network pods.
-func MaxPods(it *cloud.InstanceType) int64 {
-	if it.MaxENIs <= 0 || it.IPv4PerENI <= 1 {
-		return 110
-	}
-	return it.MaxENIs*(it.IPv4PerENI-1) + 2
-}
+// MaxPods is the pod limit a node of the type bootstraps with (cloud.InstanceType.MaxPods).
+func MaxPods(it *cloud.InstanceType) int64 { return it.MaxPods() }
 
 // Capacity is what the kubelet reports as node capacity.
 func Capacity(it *cloud.InstanceType) corev1.ResourceList {

@@ -36,6 +36,17 @@ type InstanceType struct {
 	Offerings  []Offering
 }
 
+// MaxPods is the EKS-optimized AMI's pod limit for the type: every ENI but its primary address
+// can hold a pod IP, plus two host-network pods (110 when the ENI facts are unknown). The launch
+// writes it into the node's bootstrap configuration and the allocatable model counts with it,
+// so both always agree.
+func (it *InstanceType) MaxPods() int64 {
+	if it.MaxENIs <= 0 || it.IPv4PerENI <= 1 {
+		return 110
+	}
+	return it.MaxENIs*(it.IPv4PerENI-1) + 2
+}
+
 // Offering is one (zone, capacity type) in which a type can be launched, with its hourly price.
 type Offering struct {
 	Zone         string

@@ -58,18 +58,33 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	if err != nil {
 		return nil, err
 	}
-	var userData string
-	if family == familyBottlerocket {
-		userData, err = bottlerocketUserData(p.opts, req.NodeLabels, req.NodeTaints)
-	} else {
-		userData, err = nodeadmUserData(p.opts, req.NodeLabels, req.NodeTaints)
-	}
-	if err != nil {
-		return nil, err
-	}
-	tmpl := templateSpec{
-		family: family, imageID: imageID, profile: req.InstanceProfile,
-		securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
+	// One launch template per pod limit: the kubelet's maxPods is in the user data, and a node
+	// must register with its own type's limit, which the planner counted on.
+	var tmpls []templateSpec
+	groupOf := map[int64]int{}
+	overrideGroup := make([]int, len(req.Overrides))
+	for i := range req.Overrides {
+		maxPods := types[i].MaxPods()
+		g, ok := groupOf[maxPods]
+		if !ok {
+			nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, maxPods: maxPods}
+			var userData string
+			if family == familyBottlerocket {
+				userData, err = bottlerocketUserData(p.opts, nb)
+			} else {
+				userData, err = nodeadmUserData(p.opts, nb)
+			}
+			if err != nil {
+				return nil, err
+			}
+			g = len(tmpls)
+			groupOf[maxPods] = g
+			tmpls = append(tmpls, templateSpec{
+				family: family, imageID: imageID, profile: req.InstanceProfile,
+				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
+			})
+		}
+		overrideGroup[i] = g
 	}
 	zones, err := p.subnetZones(ctx, req.Overrides)
 	if err != nil {
@@ -90,21 +105,23 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	} else {
 		input.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: onDemandStrategy}
 	}
-	config := ec2types.FleetLaunchTemplateConfigRequest{
-		LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
-			LaunchTemplateName: aws.String(p.templateName(tmpl)), Version: aws.String("$Latest"),
-		},
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, len(tmpls))
+	for g, t := range tmpls {
+		configs[g].LaunchTemplateSpecification = &ec2types.FleetLaunchTemplateSpecificationRequest{
+			LaunchTemplateName: aws.String(p.templateName(t)), Version: aws.String("$Latest"),
+		}
 	}
-	for _, o := range req.Overrides {
-		config.Overrides = append(config.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+	for i, o := range req.Overrides {
+		g := overrideGroup[i]
+		configs[g].Overrides = append(configs[g].Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 			InstanceType:     ec2types.InstanceType(o.InstanceType),
 			SubnetId:         aws.String(o.SubnetID),
 			AvailabilityZone: aws.String(zones[o.SubnetID]),
 		})
 	}
-	input.LaunchTemplateConfigs = []ec2types.FleetLaunchTemplateConfigRequest{config}
+	input.LaunchTemplateConfigs = configs
 
-	out, err := p.createFleet(ctx, tmpl, input)
+	out, err := p.createFleet(ctx, tmpls, input)
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +188,14 @@ func fleetTags(tags map[string]string) []ec2types.TagSpecification {
 	return out
 }
 
-// createFleet ensures the launch template and calls CreateFleet; when EC2 no longer knows the
-// template (deleted behind the cache), it creates it again and retries once.
-func (p *Provider) createFleet(ctx context.Context, tmpl templateSpec, input *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+// createFleet ensures the launch templates and calls CreateFleet; when EC2 no longer knows a
+// template (deleted behind the cache), it creates them again and retries once.
+func (p *Provider) createFleet(ctx context.Context, tmpls []templateSpec, input *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
 	for attempt := 0; ; attempt++ {
-		if err := p.ensureTemplate(ctx, tmpl); err != nil {
-			return nil, err
+		for _, t := range tmpls {
+			if err := p.ensureTemplate(ctx, t); err != nil {
+				return nil, err
+			}
 		}
 		out, err := p.ec2.CreateFleet(ctx, input)
 		if err == nil {
@@ -185,7 +204,9 @@ func (p *Provider) createFleet(ctx context.Context, tmpl templateSpec, input *ec
 		switch code := apiErrorCode(err); {
 		case (code == "InvalidLaunchTemplateName.NotFoundException" || code == "InvalidLaunchTemplateId.NotFound") && attempt == 0:
 			p.mu.Lock()
-			delete(p.templates, p.templateName(tmpl))
+			for _, t := range tmpls {
+				delete(p.templates, p.templateName(t))
+			}
 			p.mu.Unlock()
 			continue
 		case code == "InvalidSubnetID.NotFound":

@@ -321,8 +321,11 @@ func TestLaunch(t *testing.T) {
 		for k, want := range map[string]string{
 			"ClientToken": "claim-1", "Type": "instant", "TargetCapacitySpecification.TotalTargetCapacity": "1",
 			"TargetCapacitySpecification.DefaultTargetCapacityType": "on-demand", "OnDemandOptions.AllocationStrategy": "lowest-price",
-			"LaunchTemplateConfigs.1.Overrides.1.InstanceType": "m5.xlarge", "LaunchTemplateConfigs.1.Overrides.2.SubnetId": b,
-			"LaunchTemplateConfigs.1.Overrides.2.AvailabilityZone": zoneB, "TagSpecification.3.ResourceType": "fleet",
+			// m5.xlarge (58 pods) and m5.large (29) need different kubelet maxPods, so each has
+			// its own launch template config.
+			"LaunchTemplateConfigs.1.Overrides.1.InstanceType": "m5.xlarge", "LaunchTemplateConfigs.2.Overrides.1.SubnetId": b,
+			"LaunchTemplateConfigs.2.Overrides.1.InstanceType": "m5.large", "LaunchTemplateConfigs.2.Overrides.1.AvailabilityZone": zoneB,
+			"LaunchTemplateConfigs.2.Overrides.2.InstanceType": "", "TagSpecification.3.ResourceType": "fleet",
 		} {
 			if got := fleet.Get(k); got != want {
 				t.Errorf("CreateFleet %s = %q, want %q", k, got, want)
@@ -332,8 +335,19 @@ func TestLaunch(t *testing.T) {
 
 	t.Run("launch template and user data", func(t *testing.T) {
 		lts := e.sim.LaunchTemplates()
-		if len(lts) != 1 {
-			t.Fatalf("%d launch templates", len(lts))
+		if len(lts) != 2 {
+			t.Fatalf("%d launch templates, want one per pod limit (58 and 29)", len(lts))
+		}
+		var maxPods []string
+		for _, lt := range lts {
+			for _, n := range []string{"29", "58"} {
+				if strings.Contains(lt.UserData, "maxPods: "+n+"\n") {
+					maxPods = append(maxPods, n)
+				}
+			}
+		}
+		if slices.Sort(maxPods); !slices.Equal(maxPods, []string{"29", "58"}) {
+			t.Errorf("templates' kubelet maxPods %v, want [29 58]", maxPods)
 		}
 		lt := lts[0]
 		if !strings.HasPrefix(lt.Name, "tailor-demo-") || lt.InstanceProfile != "demo-node" || !slices.Equal(lt.SecurityGroupIDs, []string{e.sim.ClusterSecurityGroupID()}) || lt.Tags["kubernetes.io/cluster/demo"] != "owned" {
@@ -349,11 +363,11 @@ func TestLaunch(t *testing.T) {
 				t.Errorf("user data lacks %q:\n%s", want, lt.UserData)
 			}
 		}
-		// Another launch with the same shape reuses the template.
+		// Another launch with the same shape and pod limit (c5.large: 29) reuses the template.
 		if _, err := e.p.Launch(testCtx(t), e.request(t, "claim-2", cloud.OnDemand, cloud.Override{InstanceType: "c5.large", SubnetID: a})); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(e.sim.LaunchTemplates()); n != 1 || e.sim.Calls("CreateLaunchTemplate") != 1 {
+		if n := len(e.sim.LaunchTemplates()); n != 2 || e.sim.Calls("CreateLaunchTemplate") != 2 {
 			t.Errorf("%d templates after %d creates", n, e.sim.Calls("CreateLaunchTemplate"))
 		}
 	})

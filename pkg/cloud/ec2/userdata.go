@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -20,10 +21,20 @@ const (
 // mimeBoundary separates the parts of the AL2023 user data.
 const mimeBoundary = "//"
 
+// nodeBootstrap is what one launch template tells its nodes beyond the cluster: the labels and
+// taints they register with and their pod limit.
+type nodeBootstrap struct {
+	labels  map[string]string
+	taints  []cloud.Taint
+	maxPods int64
+}
+
 // nodeadmUserData is the AL2023 user data: a MIME multi-part document with one nodeadm
-// NodeConfig that carries the cluster and the kubelet's --node-labels and --register-with-taints.
-func nodeadmUserData(o Options, labels map[string]string, taints []cloud.Taint) (string, error) {
-	flags, err := kubeletFlags(labels, taints)
+// NodeConfig that carries the cluster (name, endpoint, CA, service CIDR: nodeadm refuses to
+// bootstrap without any of them; empty ones are left out, never guessed), the kubelet's maxPods
+// and its --node-labels and --register-with-taints.
+func nodeadmUserData(o Options, nb nodeBootstrap) (string, error) {
+	flags, err := kubeletFlags(nb.labels, nb.taints)
 	if err != nil {
 		return "", err
 	}
@@ -43,8 +54,14 @@ func nodeadmUserData(o Options, labels map[string]string, taints []cloud.Taint) 
 	if o.ClusterCIDR != "" {
 		fmt.Fprintf(&b, "    cidr: %s\n", quote(o.ClusterCIDR))
 	}
+	if nb.maxPods > 0 || len(flags) > 0 {
+		b.WriteString("  kubelet:\n")
+	}
+	if nb.maxPods > 0 {
+		fmt.Fprintf(&b, "    config:\n      maxPods: %d\n", nb.maxPods)
+	}
 	if len(flags) > 0 {
-		b.WriteString("  kubelet:\n    flags:\n")
+		b.WriteString("    flags:\n")
 		for _, f := range flags {
 			fmt.Fprintf(&b, "      - %s\n", quote(f))
 		}
@@ -105,9 +122,11 @@ func checkLabelsTaints(labels map[string]string, taints []cloud.Taint) error {
 	return nil
 }
 
-// bottlerocketUserData is the Bottlerocket user data: TOML settings with the cluster, node
-// labels and node taints.
-func bottlerocketUserData(o Options, labels map[string]string, taints []cloud.Taint) (string, error) {
+// bottlerocketUserData is the Bottlerocket user data: TOML settings with the cluster (name, API
+// server, CA and the cluster DNS address, which Bottlerocket does not derive itself), max-pods,
+// node labels and node taints.
+func bottlerocketUserData(o Options, nb nodeBootstrap) (string, error) {
+	labels, taints := nb.labels, nb.taints
 	if err := checkLabelsTaints(labels, taints); err != nil {
 		return "", err
 	}
@@ -119,6 +138,16 @@ func bottlerocketUserData(o Options, labels map[string]string, taints []cloud.Ta
 	}
 	if o.ClusterCertificateAuthority != "" {
 		fmt.Fprintf(&b, "cluster-certificate = %s\n", quote(o.ClusterCertificateAuthority))
+	}
+	if o.ClusterCIDR != "" {
+		dns, err := clusterDNS(o.ClusterCIDR)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "cluster-dns-ip = %s\n", quote(dns))
+	}
+	if nb.maxPods > 0 {
+		fmt.Fprintf(&b, "max-pods = %d\n", nb.maxPods)
 	}
 	if len(labels) > 0 {
 		b.WriteString("\n[settings.kubernetes.node-labels]\n")
@@ -141,6 +170,23 @@ func bottlerocketUserData(o Options, labels map[string]string, taints []cloud.Ta
 		}
 	}
 	return b.String(), nil
+}
+
+// clusterDNS is the cluster DNS service's address in an EKS cluster: the tenth address of the
+// service CIDR for IPv4 (10.100.0.10 in 10.100.0.0/16), prefix::a for IPv6.
+func clusterDNS(serviceCIDR string) (string, error) {
+	p, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil {
+		return "", fmt.Errorf("ec2: service CIDR %q: %w", serviceCIDR, err)
+	}
+	a := p.Masked().Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	if !p.Contains(a) {
+		return "", fmt.Errorf("ec2: service CIDR %s is too small to hold the cluster DNS address", serviceCIDR)
+	}
+	return a.String(), nil
 }
 
 // quote writes s as a double-quoted string that YAML and TOML both read back as s.

@@ -48,7 +48,7 @@ func TestUserData(t *testing.T) {
 	taints := []cloud.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: "NoExecute"}, {Key: "gpu", Effect: "NoSchedule"}}
 	tests := []struct {
 		name string
-		make func(Options, map[string]string, []cloud.Taint) (string, error)
+		make func(Options, nodeBootstrap) (string, error)
 		want string
 	}{
 		{"al2023", nodeadmUserData, `MIME-Version: 1.0
@@ -67,6 +67,8 @@ spec:
     certificateAuthority: "Q0E="
     cidr: "10.100.0.0/16"
   kubelet:
+    config:
+      maxPods: 29
     flags:
       - "--node-labels=tailor.dev/pool=gpu"
       - "--register-with-taints=tailor.dev/unregistered=true:NoExecute,gpu:NoSchedule"
@@ -77,6 +79,8 @@ spec:
 cluster-name = "demo"
 api-server = "https://x.example"
 cluster-certificate = "Q0E="
+cluster-dns-ip = "10.100.0.10"
+max-pods = 29
 
 [settings.kubernetes.node-labels]
 "tailor.dev/pool" = "gpu"
@@ -88,7 +92,7 @@ cluster-certificate = "Q0E="
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.make(opts, labels, taints)
+			got, err := tt.make(opts, nodeBootstrap{labels: labels, taints: taints, maxPods: 29})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,9 +101,29 @@ cluster-certificate = "Q0E="
 			}
 		})
 	}
-	minimal, err := nodeadmUserData(Options{ClusterName: "demo"}, nil, nil)
+	minimal, err := nodeadmUserData(Options{ClusterName: "demo"}, nodeBootstrap{})
 	if err != nil || strings.Contains(minimal, "kubelet:") || strings.Contains(minimal, "apiServerEndpoint") {
 		t.Errorf("minimal user data %v:\n%s", err, minimal)
+	}
+}
+
+func TestClusterDNS(t *testing.T) {
+	tests := []struct {
+		cidr, want string
+		wantErr    bool
+	}{
+		{cidr: "10.100.0.0/16", want: "10.100.0.10"},
+		{cidr: "172.20.0.0/16", want: "172.20.0.10"},
+		{cidr: "10.100.0.5/24", want: "10.100.0.10"},
+		{cidr: "fd12:3456:789a::/108", want: "fd12:3456:789a::a"},
+		{cidr: "10.0.0.0/29", wantErr: true},
+		{cidr: "not-a-cidr", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := clusterDNS(tt.cidr)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("clusterDNS(%q) = %q, %v; want %q (error %v)", tt.cidr, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
 

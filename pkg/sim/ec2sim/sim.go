@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -713,4 +714,17 @@ func (s *Sim) LaunchTemplates() []LaunchTemplate {
 		out = append(out, lt.export())
 	}
 	return out
+}
+
+// UserData returns the user data an instance was launched with, decoded, as the instance
+// metadata service serves it to the instance. False when the instance is unknown.
+func (s *Sim) UserData(instanceID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.instanceByID[instanceID]
+	if !ok {
+		return "", false
+	}
+	ud, _ := base64.StdEncoding.DecodeString(in.userData)
+	return string(ud), true
 }

@@ -142,6 +142,9 @@ type instance struct {
 	terminating                                      time.Time     // zero until TerminateInstances
 	released                                         bool          // IP returned to the subnet
 	tags                                             map[string]string
+	// userData is the launch template's, base64 as sent: EC2 keeps it with the instance, so
+	// deleting the template later does not change what the instance booted with.
+	userData string
 }
 
 // State codes as EC2 numbers them.
