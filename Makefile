@@ -43,7 +43,7 @@ integration: tools
 
 ## run: the sandbox — control plane, EC2 simulator, kwok, Tailor's scheduler and a sample workload
 run: tools build
-	$(BIN)/tailor-sandbox --scheduler $(BIN)/tailor-scheduler --kwok $(KWOK) $(RUN_ARGS)
+	$(BIN)/tailor-sandbox --scheduler $(BIN)/tailor-scheduler --kwok $(KWOK) --nodeadm $(NODEADM) $(RUN_ARGS)
 
 ## bench: Go benchmarks of the planner
 bench:

@@ -30,6 +30,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/BurntSushi/toml v1.6.0 // indirect
+
 require (
 	cel.dev/expr v0.24.0 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161 // indirect

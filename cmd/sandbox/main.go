@@ -30,19 +30,20 @@ func main() {
 	var (
 		scheduler    = flag.String("scheduler", "bin/tailor-scheduler", "path of Tailor's scheduler binary")
 		kwok         = flag.String("kwok", "bin/kwok", "path of the kwok binary (make tools)")
+		nodeadm      = flag.String("nodeadm", "bin/nodeadm", "path of the nodeadm binary the node agent checks AL2023 user data with (make tools)")
 		dir          = flag.String("dir", "", "working directory for data, logs and kubeconfig (default: a new temporary one)")
 		untilSettled = flag.Bool("until-settled", false, "exit 0 once every sample pod is Running; non-zero with the reason after --timeout")
 		noSample     = flag.Bool("no-sample", false, "start everything but apply no sample workload")
 		timeout      = flag.Duration("timeout", 8*time.Minute, "with --until-settled, how long to wait")
 	)
 	flag.Parse()
-	if err := run(*scheduler, *kwok, *dir, *untilSettled, *noSample, *timeout); err != nil {
+	if err := run(*scheduler, *kwok, *nodeadm, *dir, *untilSettled, *noSample, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeout time.Duration) error {
+func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSample bool, timeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if dir == "" {
@@ -69,7 +70,7 @@ func run(schedulerPath, kwokPath, dir string, untilSettled, noSample bool, timeo
 	defer tb.RunCleanups()
 
 	fmt.Println("Starting etcd, kube-apiserver, kube-controller-manager, the EC2 simulator, kwok and the node agent…")
-	e, err := env.Start(ctx, env.Options{Dir: dir, ClusterName: "sandbox", KwokPath: kwokPath, TB: tb})
+	e, err := env.Start(ctx, env.Options{Dir: dir, ClusterName: "sandbox", KwokPath: kwokPath, NodeadmPath: nodeadmPath, TB: tb})
 	if err != nil {
 		return err
 	}

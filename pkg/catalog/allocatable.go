@@ -31,12 +31,15 @@ const (
 func MaxPods(it *cloud.InstanceType) int64 { return it.MaxPods() }
 
 // Capacity is what the kubelet reports as node capacity.
-func Capacity(it *cloud.InstanceType) corev1.ResourceList {
+func Capacity(it *cloud.InstanceType) corev1.ResourceList { return CapacityFor(it, MaxPods(it)) }
+
+// CapacityFor is the capacity of a node of the type whose kubelet runs with maxPods.
+func CapacityFor(it *cloud.InstanceType, maxPods int64) corev1.ResourceList {
 	memMiB := it.MemoryMiB - int64(math.Ceil(float64(it.MemoryMiB)*vmMemoryOverheadPercent))
 	rl := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(it.VCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*1024*1024, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(MaxPods(it), resource.DecimalSI),
+		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(DefaultRootVolumeGiB<<30, resource.BinarySI),
 	}
 	if it.GPUCount > 0 && it.GPUManufacturer == "NVIDIA" {
@@ -68,8 +71,12 @@ func KubeReservedCPUMillis(vcpus int64) int64 {
 func KubeReservedMemoryMiB(maxPods int64) int64 { return 11*maxPods + 255 }
 
 // Allocatable is capacity less kube-reserved and the eviction thresholds.
-func Allocatable(it *cloud.InstanceType) corev1.ResourceList {
-	rl := Capacity(it)
+func Allocatable(it *cloud.InstanceType) corev1.ResourceList { return AllocatableFor(it, MaxPods(it)) }
+
+// AllocatableFor is the allocatable of a node of the type whose kubelet runs with maxPods:
+// kube-reserved memory grows with the pod limit.
+func AllocatableFor(it *cloud.InstanceType, maxPods int64) corev1.ResourceList {
+	rl := CapacityFor(it, maxPods)
 	sub := func(name corev1.ResourceName, q resource.Quantity) {
 		v := rl[name]
 		v.Sub(q)
@@ -78,7 +85,6 @@ func Allocatable(it *cloud.InstanceType) corev1.ResourceList {
 		}
 		rl[name] = v
 	}
-	maxPods := MaxPods(it)
 	sub(corev1.ResourceCPU, *resource.NewMilliQuantity(KubeReservedCPUMillis(it.VCPUs), resource.DecimalSI))
 	sub(corev1.ResourceMemory, *resource.NewQuantity((KubeReservedMemoryMiB(maxPods)+evictionMemoryMiB)<<20, resource.BinarySI))
 	eph := rl[corev1.ResourceEphemeralStorage]

@@ -50,7 +50,11 @@ func run(m *testing.M) int {
 	if kwok == "" {
 		kwok, _ = filepath.Abs("../../bin/kwok")
 	}
-	world, err = env.Start(context.Background(), env.Options{Dir: dir, ClusterName: clusterName, KwokPath: kwok, TB: tb})
+	nodeadm := os.Getenv("NODEADM")
+	if nodeadm == "" {
+		nodeadm, _ = filepath.Abs("../../bin/nodeadm")
+	}
+	world, err = env.Start(context.Background(), env.Options{Dir: dir, ClusterName: clusterName, KwokPath: kwok, NodeadmPath: nodeadm, TB: tb})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the environment:", err)
 		return 1
@@ -70,7 +74,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the scheduler:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := checkBootstraps(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	fmt.Printf("%d instances bootstrapped from the user data Tailor sent (nodeadm check and rules); %d refused as a test expected\n",
+		world.Agent.Bootstrapped(), len(world.Agent.Rejected()))
+	return code
 }
 
 // setupScheduler builds Tailor's scheduler from a config file the way the binary does.

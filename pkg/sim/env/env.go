@@ -39,6 +39,9 @@ type Options struct {
 	Region      string
 	// KwokPath is the kwok binary (make tools builds it into bin/kwok).
 	KwokPath string
+	// NodeadmPath is the nodeadm binary the node agent validates AL2023 user data with (make
+	// tools builds it into bin/nodeadm).
+	NodeadmPath string
 	// Sim tunes the EC2 simulator; Region and ClusterName are filled in.
 	Sim ec2sim.Options
 	// TB receives the API server's logs and cleanups.
@@ -54,6 +57,8 @@ type Environment struct {
 	Client kubernetes.Interface
 	// Cloud is an EC2 client of the simulator, through the real SDK.
 	Cloud *ec2.Provider
+	// Agent registers the Nodes of instances whose user data bootstraps.
+	Agent *nodeagent.Agent
 
 	stops []func()
 }
@@ -66,8 +71,13 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 	if o.KwokPath == "" {
 		o.KwokPath = "bin/kwok"
 	}
-	if _, err := os.Stat(o.KwokPath); err != nil {
-		return nil, fmt.Errorf("kwok binary not found at %s (run `make tools`): %w", o.KwokPath, err)
+	if o.NodeadmPath == "" {
+		o.NodeadmPath = "bin/nodeadm"
+	}
+	for _, p := range []string{o.KwokPath, o.NodeadmPath} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s not found (run `make tools`): %w", p, err)
+		}
 	}
 	e := &Environment{Options: o}
 	o.Sim.Region, o.Sim.ClusterName = o.Region, o.ClusterName
@@ -112,8 +122,16 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 		return nil, err
 	}
 	agentCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	agent := &nodeagent.Agent{Cloud: e.Cloud, Client: e.Client, ClusterName: o.ClusterName, Region: o.Region}
-	go agent.Run(agentCtx)
+	e.Agent = &nodeagent.Agent{
+		Cloud: e.Cloud, Client: e.Client, ClusterName: o.ClusterName, Region: o.Region,
+		Cluster: func() (nodeagent.Cluster, bool) {
+			c, ok := e.Sim.Cluster()
+			return nodeagent.Cluster{Name: o.ClusterName, Endpoint: c.Endpoint, CABundle: c.CABundle, ServiceCIDR: c.ServiceCIDR}, ok
+		},
+		UserData: e.Sim.UserData,
+		Nodeadm:  o.NodeadmPath,
+	}
+	go e.Agent.Run(agentCtx)
 	e.stops = append(e.stops, cancel)
 	return e, nil
 }

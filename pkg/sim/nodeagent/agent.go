@@ -1,13 +1,21 @@
 // Package nodeagent plays the part of the kubelets and the AWS cloud controller for simulated
-// instances: each running instance of the cluster registers a Node the way an EKS node would
-// (name = private DNS name, providerID, the labels the kubelet derives from the instance, the
-// capacity and allocatable of its type, and the unregistered taint the launch user data asks
-// for), and a Node whose instance is gone is deleted. kwok keeps the Nodes Ready and runs their
-// pods; the agent marks its Nodes with the annotation kwok is told to manage.
+// instances. Each running instance of the cluster boots from the user data it was launched
+// with: AL2023 user data goes through nodeadm's own binary (`nodeadm config check` reading it
+// from a loopback IMDS) and nodeadm's validation rules, Bottlerocket's TOML through a TOML
+// decoder and the settings its kubelet needs. Only an instance whose bootstrap names this
+// cluster's endpoint, CA and service CIDR registers a Node, the way an EKS node would (name =
+// private DNS name, providerID, the labels the kubelet derives from the instance plus the
+// user data's node labels, the user data's taints, capacity and allocatable for its pod limit);
+// any other stays running and unregistered, and the agent records why. A Node whose instance is
+// gone is deleted. kwok keeps the Nodes Ready and runs their pods; the agent marks its Nodes
+// with the annotation kwok is told to manage.
 package nodeagent
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,9 +44,82 @@ type Agent struct {
 	Cloud       cloud.Provider
 	Client      kubernetes.Interface
 	ClusterName string
-	Region      string
+	// Cluster is what a bootstrap must name to join (false while the cluster is not active).
+	Cluster func() (Cluster, bool)
+	Region  string
+	// UserData returns the user data an instance was launched with.
+	UserData func(instanceID string) (string, bool)
+	// Nodeadm is the nodeadm binary (make tools builds it into bin/nodeadm).
+	Nodeadm string
 	// Period between polls of the cloud (default 500ms).
 	Period time.Duration
+
+	mu     sync.Mutex
+	booted map[string]bootResult // by instance ID: each instance boots once
+}
+
+type bootResult struct {
+	boot *Bootstrap
+	err  error
+}
+
+// Rejected returns, by instance ID, why each instance that could not bootstrap was refused.
+func (a *Agent) Rejected() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]string{}
+	for id, r := range a.booted {
+		if r.err != nil {
+			out[id] = r.err.Error()
+		}
+	}
+	return out
+}
+
+// Bootstrapped counts the instances whose user data passed validation.
+func (a *Agent) Bootstrapped() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, r := range a.booted {
+		if r.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// bootstrap validates the instance's user data once and remembers the outcome, as a real
+// instance boots once: a refused one stays unregistered until it is terminated.
+func (a *Agent) bootstrap(ctx context.Context, in *cloud.Instance) (*Bootstrap, error) {
+	a.mu.Lock()
+	r, ok := a.booted[in.ID]
+	a.mu.Unlock()
+	if ok {
+		return r.boot, r.err
+	}
+	cluster, ok := a.Cluster()
+	if !ok {
+		return nil, fmt.Errorf("cluster not active yet")
+	}
+	ud, ok := a.UserData(in.ID)
+	if !ok {
+		return nil, fmt.Errorf("no user data known for %s", in.ID)
+	}
+	r.boot, r.err = parseBootstrap(ctx, a.Nodeadm, ud, cluster)
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // interrupted, not refused: try again next sync
+	}
+	a.mu.Lock()
+	if a.booted == nil {
+		a.booted = map[string]bootResult{}
+	}
+	a.booted[in.ID] = r
+	a.mu.Unlock()
+	if r.err != nil {
+		klog.FromContext(ctx).Info("Instance failed to bootstrap, not registering it", "instance", in.ID, "err", r.err)
+	}
+	return r.boot, r.err
 }
 
 // Run polls until ctx ends.
@@ -92,7 +173,11 @@ func (a *Agent) Sync(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		node := a.node(in, it)
+		boot, err := a.bootstrap(ctx, in)
+		if err != nil {
+			continue
+		}
+		node := a.node(in, it, boot)
 		if _, err := a.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -110,8 +195,13 @@ func (a *Agent) Sync(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType) *corev1.Node {
-	labels := map[string]string{
+func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap) *corev1.Node {
+	maxPods := boot.MaxPods
+	if maxPods == 0 {
+		maxPods = it.MaxPods() // both AMIs default to the ENI-derived limit
+	}
+	// The labels the kubelet and the cloud controller derive win over --node-labels.
+	derived := map[string]string{
 		corev1.LabelHostname:             in.PrivateDNSName,
 		corev1.LabelInstanceTypeStable:   in.Type,
 		corev1.LabelInstanceType:         in.Type,
@@ -121,6 +211,11 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType) *corev1.Node {
 		corev1.LabelOSStable:             "linux",
 		"eks.amazonaws.com/compute-type": "ec2",
 	}
+	labels := maps.Clone(boot.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, derived)
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        in.PrivateDNSName,
@@ -129,11 +224,11 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType) *corev1.Node {
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: in.ProviderID(),
-			Taints:     []corev1.Taint{{Key: v1alpha1.TaintUnregistered, Effect: corev1.TaintEffectNoExecute}},
+			Taints:     boot.Taints,
 		},
 		Status: corev1.NodeStatus{
-			Capacity:    catalog.Capacity(it),
-			Allocatable: catalog.Allocatable(it),
+			Capacity:    catalog.CapacityFor(it, maxPods),
+			Allocatable: catalog.AllocatableFor(it, maxPods),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: in.PrivateIP},
 				{Type: corev1.NodeInternalDNS, Address: in.PrivateDNSName},
