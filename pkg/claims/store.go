@@ -5,6 +5,7 @@ package claims
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
@@ -159,9 +161,36 @@ func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.
 	return FromUnstructured(out)
 }
 
-// Delete removes a claim; a claim already gone is not an error.
+// Delete removes a claim whose instance Tailor has dealt with (terminated, or never launched):
+// its termination finalizer comes off first, so the claim goes at once. A claim already gone is
+// not an error. Anyone else's delete leaves the finalizer to the drain.
 func (s *Store) Delete(ctx context.Context, name string) error {
+	if err := s.RemoveFinalizer(ctx, name); err != nil {
+		return err
+	}
 	err := s.client.Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// RemoveFinalizer takes Tailor's termination finalizer off the claim (a claim already deleting
+// then goes).
+func (s *Store) RemoveFinalizer(ctx context.Context, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := s.client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		fins := slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == v1alpha1.FinalizerTermination })
+		if len(fins) == len(u.GetFinalizers()) {
+			return nil
+		}
+		u.SetFinalizers(fins)
+		_, err = s.client.Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

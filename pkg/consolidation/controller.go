@@ -72,6 +72,17 @@ type Controller struct {
 
 const passKey = "pass"
 
+// Prompt asks for a pass now (a claim was deleted); it does nothing while the loop is not
+// running here.
+func (c *Controller) Prompt() {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.Add(passKey)
+	}
+}
+
 // Run consolidates until ctx ends: every ConsolidationInterval, and soon after pods leave a node.
 func (c *Controller) Run(ctx context.Context) error {
 	registerMetrics()
@@ -82,8 +93,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.started = c.now()
 	c.activity, c.events, c.decided = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
-	c.queue = workqueue.NewTypedDelayingQueue[string]()
-	defer c.queue.ShutDown()
+	queue := workqueue.NewTypedDelayingQueue[string]()
+	c.mu.Lock()
+	c.queue = queue
+	c.mu.Unlock()
+	defer queue.ShutDown()
 	reg, err := c.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { c.touch(obj) },
 		UpdateFunc: func(old, obj interface{}) {
@@ -105,6 +119,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.NodeInformer != nil {
 		nreg, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(interface{}) { c.queue.AddAfter(passKey, time.Second) },
+			// A node someone deleted is drained at once, not at the next interval.
+			UpdateFunc: func(_, obj interface{}) {
+				if n, ok := obj.(*corev1.Node); ok && n.DeletionTimestamp != nil {
+					c.queue.Add(passKey)
+				}
+			},
 		})
 		if err != nil {
 			return err
@@ -122,9 +142,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		c.pass(ctx)
+		next := c.Args.ConsolidationInterval.Duration
+		if draining := c.pass(ctx); draining && next > drainPoll {
+			next = drainPoll
+		}
 		c.queue.Done(key)
-		c.queue.AddAfter(passKey, c.Args.ConsolidationInterval.Duration)
+		c.queue.AddAfter(passKey, next)
 	}
 }
 
@@ -153,23 +176,36 @@ func (c *Controller) now() time.Time {
 	return time.Now()
 }
 
-// pass moves every drain along, then decides what else to disrupt and starts it.
-func (c *Controller) pass(ctx context.Context) {
+// drainPoll is how soon the next pass comes while a drain is under way: each eviction a
+// PodDisruptionBudget refused is asked again this often, not once per interval.
+const drainPoll = 2 * time.Second
+
+// pass moves every drain along, then decides what else to disrupt and starts it. It says
+// whether a drain is under way.
+func (c *Controller) pass(ctx context.Context) (draining bool) {
 	logger := klog.FromContext(ctx)
 	s, err := c.snapshot()
 	if err != nil {
 		logger.Error(err, "Cannot read the cluster; skipping this pass")
-		return
+		return false
 	}
 	podsOn := map[string][]*corev1.Pod{}
 	for _, p := range s.pods {
 		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
 	}
 	reserved := c.replacements(ctx, s, podsOn)
+	if reserved == nil {
+		reserved = map[string]bool{}
+	}
 	var candidates []*ownedNode
 	for _, o := range s.owned {
 		switch {
+		case lifecycle.Deleting(o.claim, o.node):
+			draining = true
+			reserved[o.node.Name] = true // going: no pod is planned onto it this pass
+			c.deletionStep(ctx, o, podsOn[o.node.Name])
 		case disrupting(o.node):
+			draining = true
 			c.drainStep(ctx, o, podsOn[o.node.Name])
 		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
 			// Being replaced, a replacement, or just decided about: not a candidate now.
@@ -205,7 +241,9 @@ func (c *Controller) pass(ctx context.Context) {
 		}
 		logger.Info("Disrupting node", "node", d.node.node.Name, "method", d.method, "reason", d.why, "pods", len(d.evict))
 		c.drainStep(ctx, d.node, d.evict)
+		draining = true
 	}
+	return draining
 }
 
 // snapshot reads what a pass needs from the caches.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // A drain is: taint and cordon the node (mark) → evict its pods through the Eviction API, which
@@ -55,7 +56,6 @@ func (c *Controller) mark(ctx context.Context, d decision) error {
 
 // drainStep moves one disrupting node along: evict what is left, or finish once nothing is.
 func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1.Pod) {
-	logger := klog.FromContext(ctx).WithValues("node", o.node.Name)
 	if o.node.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
 		c.rollback(ctx, o, "the node was annotated "+v1alpha1.AnnotationDoNotDisrupt)
 		return
@@ -85,14 +85,21 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 		}
 	}
 	if len(remaining) == 0 {
-		c.finish(ctx, o)
+		c.finish(ctx, o, true)
 		return
 	}
 	if c.now().Sub(since) > c.DrainTimeout {
 		c.rollback(ctx, o, fmt.Sprintf("%d pods did not leave within %s (e.g. %s/%s; a PodDisruptionBudget may refuse)", len(remaining), c.DrainTimeout, remaining[0].Namespace, remaining[0].Name))
 		return
 	}
-	for _, p := range remaining {
+	c.evictAll(ctx, o, remaining)
+}
+
+// evictAll asks the Eviction API to evict each pod not already leaving; a PodDisruptionBudget's
+// refusal is asked again next pass, never worked around.
+func (c *Controller) evictAll(ctx context.Context, o *ownedNode, pods []*corev1.Pod) {
+	logger := klog.FromContext(ctx).WithValues("node", o.node.Name)
+	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue // already leaving
 		}
@@ -115,19 +122,22 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 	}
 }
 
-// finish terminates the instance, then deletes the Node and the claim. It first asks the API
-// server, not the cache, whether a pod is still on the node: one bound just before the cordon
-// would die with the instance.
-func (c *Controller) finish(ctx context.Context, o *ownedNode) {
+// finish terminates the instance, then deletes the Node and the claim (their termination
+// finalizers off). With checkPods it first asks the API server, not the cache, whether a pod is
+// still on the node: one bound just before the cordon would die with the instance. (Without:
+// the instance is already gone, and its pods with it.)
+func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
-	live, err := c.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + o.node.Name})
-	if err != nil {
-		logger.Error(err, "Cannot list the node's pods; will retry")
-		return
-	}
-	for i := range live.Items {
-		if v, _ := judge(&live.Items[i], nil); v == evict {
-			return // not empty after all; the next pass evicts it
+	if checkPods {
+		live, err := c.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + o.node.Name})
+		if err != nil {
+			logger.Error(err, "Cannot list the node's pods; will retry")
+			return
+		}
+		for i := range live.Items {
+			if v, _ := judge(&live.Items[i], nil); v != skip {
+				return // not empty after all; the next pass evicts it (or waits for it)
+			}
 		}
 	}
 	if id := o.claim.Status.InstanceID; id != "" {
@@ -149,7 +159,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode) {
 			}
 		}
 	}
-	if err := c.Client.CoreV1().Nodes().Delete(ctx, o.node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := lifecycle.DeleteNode(ctx, c.Client, o.node.Name); err != nil {
 		logger.Error(err, "Cannot delete node; will retry")
 		return
 	}

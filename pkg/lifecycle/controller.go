@@ -7,6 +7,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -190,13 +191,13 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		return err
 	}
 	cl, ok := c.Claims.ByInstanceID(InstanceID(node.Spec.ProviderID))
-	if !ok {
-		return nil
+	if !ok || Deleting(cl, node) {
+		return nil // not Tailor's, or going: the sweep and the drain deal with it
 	}
 	if c.Observed != nil && cl.Status.InstanceType != "" {
 		c.Observed.Record(cl.Spec.Pool, cl.Status.InstanceType, node.Status.Allocatable)
 	}
-	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) {
+	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) && slices.Contains(node.Finalizers, v1alpha1.FinalizerTermination) {
 		return nil
 	}
 	pool := c.Args.Pool(cl.Spec.Pool)
@@ -232,6 +233,10 @@ func (c *Controller) register(ctx context.Context, name string) error {
 			n.Labels[k] = v
 		}
 		n.Labels[v1alpha1.LabelClaim] = cl.Name
+		// Deleting the node drains it and terminates the instance before the Node goes.
+		if !slices.Contains(n.Finalizers, v1alpha1.FinalizerTermination) {
+			n.Finalizers = append(n.Finalizers, v1alpha1.FinalizerTermination)
+		}
 		var taints []corev1.Taint
 		for _, t := range n.Spec.Taints {
 			if t.Key != v1alpha1.TaintUnregistered {
@@ -276,7 +281,28 @@ func (c *Controller) sweep(ctx context.Context) {
 		running[in.ID] = in
 	}
 	now := time.Now()
+	nodes, err := c.Nodes.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Cannot list nodes; skipping this sweep")
+		return
+	}
+	nodeOf := map[string]*corev1.Node{} // by instance ID
+	for _, n := range nodes {
+		if id := InstanceID(n.Spec.ProviderID); id != "" {
+			nodeOf[id] = n
+		}
+	}
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil {
+			cl, _ := c.Claims.ByInstanceID(InstanceID(n.Spec.ProviderID))
+			c.releaseDeletingNode(ctx, n, cl, running)
+		}
+	}
 	for _, cl := range cls {
+		if cl.DeletionTimestamp != nil && cl.Status.Phase != v1alpha1.ClaimRegistered {
+			c.removeDeletedClaim(ctx, cl, running)
+			continue
+		}
 		switch cl.Status.Phase {
 		case "", v1alpha1.ClaimPending:
 			if !c.Launcher.InFlight(cl.Name) && now.Sub(cl.CreationTimestamp.Time) > resumeAfter {
@@ -291,7 +317,13 @@ func (c *Controller) sweep(ctx context.Context) {
 			}
 		case v1alpha1.ClaimRegistered:
 			if _, ok := running[cl.Status.InstanceID]; !ok {
-				if _, err := c.Nodes.Get(cl.Status.NodeName); apierrors.IsNotFound(err) {
+				// The instance is gone (terminated by hand, or by a drain that crashed before
+				// cleaning up): once its node is gone or going, so is the claim.
+				n, err := c.Nodes.Get(cl.Status.NodeName)
+				if apierrors.IsNotFound(err) || err == nil && n.DeletionTimestamp != nil {
+					if err == nil {
+						c.releaseDeletingNode(ctx, n, cl, running)
+					}
 					c.remove(ctx, cl, running, "its instance and node are gone", true)
 				}
 			}
@@ -305,6 +337,13 @@ func (c *Controller) sweep(ctx context.Context) {
 			continue // not launched by Tailor, or too young to judge
 		}
 		if _, ok := c.Claims.Get(name); ok {
+			continue
+		}
+		// Only an instance that never joined is collected: no Node, or one Tailor never matched
+		// to a claim (still tainted unregistered, so no pod runs there). A registered node whose
+		// claim vanished (its finalizer removed by hand) may run pods: it is left alone, and said.
+		if n, ok := nodeOf[in.ID]; ok && !hasTaint(n, v1alpha1.TaintUnregistered) {
+			logger.Info("Instance has a registered node but no claim; not terminating it", "instance", in.ID, "node", n.Name, "claim", name)
 			continue
 		}
 		// The cache may lag a claim created a moment ago: ask the API server before terminating.

@@ -202,7 +202,9 @@ func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 	t := n.Template
 	claim := &v1alpha1.Claim{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: t.Pool.Name + "-", Labels: map[string]string{v1alpha1.LabelPool: t.Pool.Name},
-			Annotations: map[string]string{v1alpha1.AnnotationPoolHash: t.Pool.LaunchHash()}},
+			Annotations: map[string]string{v1alpha1.AnnotationPoolHash: t.Pool.LaunchHash()},
+			// A deleted claim's instance is drained and terminated before the claim goes.
+			Finalizers: []string{v1alpha1.FinalizerTermination}},
 		Spec: v1alpha1.ClaimSpec{
 			Pool:         t.Pool.Name,
 			CapacityType: string(t.Offering.CapacityType),

@@ -48,6 +48,11 @@ const (
 	// rollback leaves the cordon in place.
 	AnnotationWasCordoned = Group + "/was-cordoned"
 
+	// FinalizerTermination is on every claim and every node Tailor registered: deleting either
+	// (kubectl delete claim/node) drains the node through the Eviction API, PodDisruptionBudgets
+	// respected, and terminates the instance before the objects go.
+	FinalizerTermination = Group + "/termination"
+
 	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
 	// whose pool has another fingerprint now has drifted and is replaced.
 	AnnotationPoolHash = Group + "/pool-hash"

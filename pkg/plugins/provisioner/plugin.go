@@ -169,8 +169,14 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	// which claim, and a claim deleted by anyone releases its pods.
 	launcher := pl.prov.Launcher()
 	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
-		UpdateFunc: func(old, obj interface{}) { launcher.Follow(old.(*v1alpha1.Claim), obj.(*v1alpha1.Claim)) },
+		AddFunc: func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		UpdateFunc: func(old, obj interface{}) {
+			cl := obj.(*v1alpha1.Claim)
+			launcher.Follow(old.(*v1alpha1.Claim), cl)
+			if cl.DeletionTimestamp != nil {
+				cons.Prompt() // someone deleted it: drain its node now
+			}
+		},
 		DeleteFunc: func(obj interface{}) { launcher.Release(obj.(*v1alpha1.Claim)) },
 	}); err != nil {
 		return nil, err

@@ -1,0 +1,107 @@
+package lifecycle
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// Deletion of claims and nodes. Every claim and every node Tailor registered carries
+// v1alpha1.FinalizerTermination, so nobody's delete can take an instance away under its pods:
+//   - a Registered claim (or its node) being deleted while the instance runs is drained by the
+//     consolidation loop, which owns the drain (taint, Eviction API, PDBs), then terminated;
+//   - a claim that never registered has no pods to drain: its instance, if any, is terminated
+//     here and the claim goes;
+//   - a node being deleted whose instance is gone, or which no claim owns, has nothing left to
+//     protect: its finalizer comes off.
+
+// Deleting says whether a claim or its node is being deleted.
+func Deleting(cl *v1alpha1.Claim, n *corev1.Node) bool {
+	return cl != nil && cl.DeletionTimestamp != nil || n != nil && n.DeletionTimestamp != nil
+}
+
+// DeleteNode takes Tailor's finalizer off a node and deletes it (a node already gone is fine).
+func DeleteNode(ctx context.Context, client kubernetes.Interface, name string) error {
+	if err := RemoveNodeFinalizer(ctx, client, name); err != nil {
+		return err
+	}
+	if err := client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// RemoveNodeFinalizer takes Tailor's finalizer off a node, leaving anyone else's.
+func RemoveNodeFinalizer(ctx context.Context, client kubernetes.Interface, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		fins := slices.DeleteFunc(slices.Clone(n.Finalizers), func(f string) bool { return f == v1alpha1.FinalizerTermination })
+		if len(fins) == len(n.Finalizers) {
+			return nil
+		}
+		n.Finalizers = fins
+		_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// releaseDeletingNode handles a node being deleted that the drain does not: no claim owns it
+// any more, or its instance is gone. Nothing runs there that a drain could save.
+func (c *Controller) releaseDeletingNode(ctx context.Context, node *corev1.Node, cl *v1alpha1.Claim, running map[string]cloud.Instance) {
+	if !slices.Contains(node.Finalizers, v1alpha1.FinalizerTermination) {
+		return
+	}
+	owned := cl != nil && cl.Status.Phase == v1alpha1.ClaimRegistered && cl.Status.NodeName == node.Name
+	if _, up := running[InstanceID(node.Spec.ProviderID)]; owned && up {
+		return // the consolidation loop drains it
+	}
+	if err := RemoveNodeFinalizer(ctx, c.Client, node.Name); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot release deleted node; will retry", "node", node.Name)
+		return
+	}
+	klog.FromContext(ctx).Info("Released deleted node: its instance is gone or no claim owns it", "node", node.Name)
+}
+
+// removeDeletedClaim finishes the deletion of a claim that never registered a node: its
+// instance, if one was launched, is terminated (it carries no pods), the claim goes and the
+// pods that waited for it are planned again.
+func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance) {
+	logger := klog.FromContext(ctx)
+	for _, in := range running {
+		if in.Tags[v1alpha1.TagClaim] != cl.Name {
+			continue
+		}
+		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
+			logger.Error(err, "Cannot terminate the deleted claim's instance; will retry", "claim", cl.Name, "instance", in.ID)
+			return
+		}
+	}
+	if err := c.Claims.Delete(ctx, cl.Name); err != nil {
+		logger.Error(err, "Cannot finish deleting claim; will retry", "claim", cl.Name)
+		return
+	}
+	c.Ledger.DropClaim(cl.Name)
+	logger.Info("Deleted claim removed", "claim", cl.Name, "phase", cl.Status.Phase, "instance", cl.Status.InstanceID)
+	var pods []*corev1.Pod
+	for _, ref := range cl.Spec.Pods {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
+	}
+	c.Activate(pods)
+}
