@@ -85,7 +85,7 @@ func (c *Controller) Prompt() {
 
 // Run consolidates until ctx ends: every ConsolidationInterval, and soon after pods leave a node.
 func (c *Controller) Run(ctx context.Context) error {
-	registerMetrics()
+	RegisterMetrics()
 	logger := klog.FromContext(ctx).WithName("consolidation")
 	ctx = klog.NewContext(ctx, logger)
 	if c.DrainTimeout == 0 {

@@ -22,7 +22,9 @@ var (
 	registerOnce sync.Once
 )
 
-func registerMetrics() {
+// RegisterMetrics adds the consolidation metrics to the legacy registry (once per process). The
+// plugin calls it at start on every replica, so a standby serves the series too.
+func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(decisions, evictions, removed, saved, rollbacks)
 	})

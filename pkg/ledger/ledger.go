@@ -80,6 +80,13 @@ func (l *Ledger) Pods(claim string) []types.UID {
 	return out
 }
 
+// Waiting counts the pods planned onto claims and not yet given a node by the scheduler.
+func (l *Ledger) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pods)
+}
+
 // Consume is called when the scheduler reserves a node for the pod: the pod no longer waits for
 // its claim, whether it landed on the claim's node or found room elsewhere.
 func (l *Ledger) Consume(pod types.UID) {

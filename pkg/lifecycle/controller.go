@@ -32,6 +32,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 )
 
@@ -262,6 +263,9 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		return err
 	}
 	c.Ledger.SetNodeName(cl.Name, node.Name)
+	if cl.Status.LaunchedAt != nil {
+		metrics.RegistrationDuration.WithLabelValues(cl.Spec.Pool).Observe(now.Sub(cl.Status.LaunchedAt.Time).Seconds())
+	}
 	klog.FromContext(ctx).Info("Registered", "node", node.Name, "claim", cl.Name, "instance", cl.Status.InstanceID)
 	c.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Registered", "Registration", "matched to claim %s (%s, pool %s)", cl.Name, cl.Status.InstanceType, cl.Spec.Pool)
 	return nil

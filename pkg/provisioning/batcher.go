@@ -40,6 +40,13 @@ func (b *Batcher) Add(p *planning.Pod) {
 	}
 }
 
+// Len counts the pods in the open batch.
+func (b *Batcher) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
 // Has reports whether the pod waits in the open batch.
 func (b *Batcher) Has(uid types.UID) bool {
 	b.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -134,6 +135,7 @@ func (l *Launcher) markUnavailable(ct cloud.CapacityType, errs []cloud.OfferingE
 	defer l.mu.Unlock()
 	for _, e := range errs {
 		l.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = time.Now().Add(unavailableFor)
+		metrics.OfferingsMarkedUnavailable.WithLabelValues(e.InstanceType, e.Zone, string(ct), e.Code).Inc()
 	}
 }
 
@@ -302,10 +304,11 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	if err != nil {
 		// Offerings without capacity are now left out, so the pods can be planned again at once
 		// on the next offering; any other failure waits a little.
-		delay := retryAfterFailure
+		delay, result := retryAfterFailure, metrics.ResultFailed
 		if len(offeringErrs) > 0 {
-			delay = 0
+			delay, result = 0, metrics.ResultInsufficientCapacity
 		}
+		metrics.Launches.WithLabelValues(c.Spec.Pool, "", c.Spec.CapacityType, result).Inc()
 		logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
 		l.fail(ctx, c, err.Error(), delay)
 		for _, p := range pods {
@@ -313,6 +316,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		}
 		return
 	}
+	metrics.Launches.WithLabelValues(c.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.Now()
 	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
 		*st = v1alpha1.ClaimStatus{

@@ -21,6 +21,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -71,6 +72,15 @@ func (p *Provisioner) Enqueue(pod *planning.Pod) {
 		return
 	}
 	p.batcher.Add(pod)
+}
+
+// Waiting counts the pods waiting for capacity: in the open batch, being planned, or planned
+// onto a claim whose node they have not reached.
+func (p *Provisioner) Waiting() int {
+	p.mu.Lock()
+	n := len(p.planning)
+	p.mu.Unlock()
+	return n + p.batcher.Len() + p.Ledger.Waiting()
 }
 
 // Busy reports whether the pod waits in a batch or is being planned.
@@ -135,6 +145,9 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	}
 	planner := &planning.Planner{Templates: templates}
 	plan := planner.Plan(ctx, pods)
+	metrics.Batches.Inc()
+	metrics.BatchPods.Observe(float64(len(pods)))
+	metrics.PlanDuration.Observe(time.Since(start).Seconds())
 	logger.V(2).Info("Planned batch", "pods", len(pods), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
 		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", time.Since(start))
 	for _, u := range plan.Unschedulable {

@@ -8,8 +8,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/component-base/configz"
@@ -88,7 +90,17 @@ func run(m *testing.M) int {
 func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 	opts := options.NewOptions()
 	opts.ConfigFile = configPath
-	opts.SecureServing.BindPort = 0
+	// The secure port (healthz, readyz, metrics) on a free loopback port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	opts.SecureServing.Listener, opts.SecureServing.BindPort = ln, ln.Addr().(*net.TCPAddr).Port
+	opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	// In a pod, the scheduler checks who may read /metrics with its in-cluster identity
+	// (TokenReview, SubjectAccessReview); here that identity comes from its kubeconfig.
+	opts.Authentication.RemoteKubeConfigFile = world.CP.Kubeconfig
+	opts.Authorization.RemoteKubeConfigFile = world.CP.Kubeconfig
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
 	}
@@ -96,6 +108,7 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	schedulerAddr.Store(cc.SecureServing.Listener.Addr().String())
 	return func() {
 		if err := app.Run(ctx, cc, sched); err != nil {
 			fmt.Fprintln(os.Stderr, "scheduler stopped:", err)
@@ -107,6 +120,8 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 }
 
 var (
+	// schedulerAddr is the running scheduler's secure port (healthz, readyz, metrics).
+	schedulerAddr   atomic.Value
 	schedulerConfig string
 	// stopScheduler stops the running scheduler and waits until it has returned.
 	stopScheduler = func() {}

@@ -28,6 +28,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/consolidation"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
+	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
@@ -143,6 +144,13 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		Daemons:  pl.daemons.list,
 		Observed: observed,
 	})
+	// Every replica serves the metrics from the start, leader or not.
+	poolNames := make([]string, len(args.Pools))
+	for i := range args.Pools {
+		poolNames[i] = args.Pools[i].Name
+	}
+	metrics.Register(metrics.State{PodsWaiting: pl.prov.Waiting, Claims: store.List, Pools: poolNames})
+	consolidation.RegisterMetrics()
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
