@@ -21,9 +21,9 @@ const (
 
 // Launch results (the result label of Launches).
 const (
-	ResultLaunched            = "launched"
+	ResultLaunched             = "launched"
 	ResultInsufficientCapacity = "insufficient_capacity"
-	ResultFailed              = "failed"
+	ResultFailed               = "failed"
 )
 
 var (

@@ -121,8 +121,8 @@ func TestProvisioningMetricsScraped(t *testing.T) {
 
 	fams := scrape(t)
 	checks := []struct {
-		family string
-		labels map[string]string
+		family  string
+		labels  map[string]string
 		atLeast float64
 	}{
 		{"tailor_provisioning_batches_total", nil, 1},
