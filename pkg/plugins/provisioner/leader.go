@@ -14,8 +14,15 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// leaseNamespace holds Tailor's lease, beside the scheduler's own.
-const leaseNamespace = metav1.NamespaceSystem
+// leaseNamespace holds Tailor's lease: the namespace Tailor runs in (POD_NAMESPACE, set by the
+// chart from the downward API), where its RBAC grants the lease and nothing wider; kube-system
+// outside a pod.
+func leaseNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return metav1.NamespaceSystem
+}
 
 // runLeaderElected runs f while this process holds the named lease, until ctx ends.
 func runLeaderElected(ctx context.Context, h framework.Handle, name string, f func(context.Context)) {
@@ -23,7 +30,7 @@ func runLeaderElected(ctx context.Context, h framework.Handle, name string, f fu
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace, Name: name},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace(), Name: name},
 		Client:     h.ClientSet().CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
