@@ -7,11 +7,15 @@ NODEADM   := $(BIN)/nodeadm
 # nodeadm (the AL2023 node bootstrap) at the commit the proxy serves; the node agent validates
 # every simulated instance's user data with it.
 NODEADM_VERSION := v0.0.0-20240229193347-cfab22a10647
+HELM      := $(BIN)/helm
+HELM_VERSION := v3.21.4
+CHART     := manifests/charts/tailor
+IMAGE     ?= tailor-scheduler:dev
 CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build test unit integration run bench lint tools codegen clean
+.PHONY: all build test unit integration run bench lint tools manifests image codegen clean
 
 all: build
 
@@ -20,8 +24,8 @@ build:
 	$(GO) build -o $(BIN)/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o $(BIN)/tailor-sandbox ./cmd/sandbox
 
-## tools: kwok (the kubelet stand-in) and nodeadm (the AL2023 bootstrap) built from their Go modules into ./bin
-tools: $(KWOK) $(NODEADM)
+## tools: kwok (the kubelet stand-in), nodeadm (the AL2023 bootstrap) and helm built from their Go modules into ./bin
+tools: $(KWOK) $(NODEADM) $(HELM)
 
 $(KWOK):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
@@ -29,12 +33,26 @@ $(KWOK):
 $(NODEADM):
 	GOBIN=$(BIN) $(GO) install github.com/awslabs/amazon-eks-ami/nodeadm/cmd/nodeadm@$(NODEADM_VERSION)
 
+$(HELM):
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+## manifests: copy the CRDs into the chart and render manifests/deploy/tailor.yaml from it
+## (manifests/chart_test.go fails until both are current)
+manifests: $(HELM)
+	mkdir -p $(CHART)/crds && rm -f $(CHART)/crds/*.yaml && cp manifests/crds/*.yaml $(CHART)/crds/
+	$(HELM) template tailor $(CHART) --namespace kube-system -f manifests/deploy/values.yaml > manifests/deploy/tailor.yaml.tmp
+	mv manifests/deploy/tailor.yaml.tmp manifests/deploy/tailor.yaml
+
+## image: the scheduler's container image (needs a Docker daemon)
+image:
+	docker build -t $(IMAGE) .
+
 ## test: lint, unit tests and integration tests on a real control plane
 test: lint tools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-## unit: tests that need no control plane
-unit:
+## unit: tests that need no control plane (manifests/ runs helm)
+unit: $(HELM)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
 
 ## integration: only the control-plane tests
@@ -49,11 +67,12 @@ run: tools build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
-## lint: gofmt and go vet
-lint:
+## lint: gofmt, go vet and helm lint of the chart
+lint: $(HELM)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(HELM) lint --strict $(CHART) --set settings.clusterName=lint
 
 ## codegen: regenerate deepcopy, conversion and defaults for apis/
 codegen:

@@ -2,7 +2,7 @@
 // cluster: the same planner and the same scheduler plugins as the running scheduler, over the
 // shipped us-east-1 catalog (or the live EC2 catalog with --catalog=aws).
 //
-//	go run ./cmd/plan -f manifests/examples/ [--config scheduler-config.yaml] [-o json]
+//	go run ./cmd/plan -f manifests/examples/ [--config my-scheduler-config.yaml] [-o json]
 package main
 
 import (
@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Var(&files, "f", "manifest file, directory or - for stdin (repeatable): Pods, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, DaemonSets, Nodes")
 	o := dryrun.Options{Stdin: stdin, Warnings: stderr}
 	var output, zones string
-	fs.StringVar(&o.Config, "config", "", "KubeSchedulerConfiguration file (default: the shipped example, manifests/scheduler-config.yaml)")
+	fs.StringVar(&o.Config, "config", "", "KubeSchedulerConfiguration file (default: the shipped example, the ConfigMap of manifests/deploy/tailor.yaml rendered from manifests/deploy/values.yaml)")
 	fs.StringVar(&o.SchedulerName, "scheduler-name", "", "profile to plan for (default: the profile that configures Tailor)")
 	fs.StringVar(&output, "o", "table", "output format: table or json")
 	fs.StringVar(&o.Catalog, "catalog", "shipped", "instance types and prices: shipped (us-east-1 data in the binary, spot prices synthetic) or aws (the live EC2 and Pricing APIs, default AWS credentials)")

@@ -1,6 +1,8 @@
 // Command scheduler is kube-scheduler with Tailor's plugin compiled in. Run it as a secondary
 // scheduler; pods opt in with spec.schedulerName, and profiles enable the Tailor plugin with its
-// pools in TailorArgs (see manifests/scheduler-config.yaml).
+// pools in TailorArgs. The Helm chart in manifests/charts/tailor renders that configuration into a
+// ConfigMap and runs this binary with --config pointing at it (the example is in
+// manifests/deploy/tailor.yaml, rendered from manifests/deploy/values.yaml).
 package main
 
 import (

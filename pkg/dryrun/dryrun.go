@@ -61,7 +61,10 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	var prof *profile.Profile
 	var err error
 	if o.Config == "" {
-		prof, err = profile.Load(manifests.SchedulerConfig, o.SchedulerName)
+		var example []byte
+		if example, err = manifests.LoadSchedulerConfig(); err == nil {
+			prof, err = profile.Load(example, o.SchedulerName)
+		}
 	} else {
 		prof, err = profile.LoadFile(o.Config, o.SchedulerName)
 	}

@@ -207,11 +207,16 @@ func (e *Environment) Stop() {
 	e.stops = nil
 }
 
-// WriteSchedulerConfig writes the shipped example scheduler configuration, pointed at this
-// environment's API server, after letting mutate edit the Tailor args, and returns its path.
+// WriteSchedulerConfig writes the shipped example scheduler configuration (the one the chart
+// renders into manifests/deploy/tailor.yaml), pointed at this environment's API server, after
+// letting mutate edit the Tailor args, and returns its path.
 func (e *Environment) WriteSchedulerConfig(name string, leaderElect bool, mutate func(args map[string]any)) (string, error) {
+	example, err := manifests.LoadSchedulerConfig()
+	if err != nil {
+		return "", err
+	}
 	var cfg map[string]any
-	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+	if err := yaml.Unmarshal(example, &cfg); err != nil {
 		return "", err
 	}
 	cfg["clientConnection"] = map[string]any{"kubeconfig": e.CP.Kubeconfig, "qps": 100, "burst": 200}
