@@ -67,20 +67,28 @@ type State struct {
 	Pools []string
 }
 
-var registerOnce sync.Once
+var (
+	registerOnce sync.Once
+	collector    = &stateCollector{}
+)
 
-// Register adds Tailor's provisioning metrics to the legacy registry (once per process; a
-// second scheduler profile in the same process keeps the first one's state).
+// Register adds Tailor's provisioning metrics to the legacy registry (once per process) and
+// points the scrape-time gauges at s: the plugin built last wins, as when a scheduler is
+// rebuilt in the same process.
 func Register(s State) {
+	collector.mu.Lock()
+	collector.state = s
+	collector.mu.Unlock()
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(Batches, BatchPods, PlanDuration, Launches, OfferingsMarkedUnavailable, RegistrationDuration)
-		legacyregistry.CustomMustRegister(&stateCollector{state: s})
+		legacyregistry.CustomMustRegister(collector)
 	})
 }
 
 // stateCollector reports gauges computed from Tailor's state at each scrape.
 type stateCollector struct {
 	metrics.BaseStableCollector
+	mu    sync.Mutex
 	state State
 }
 
@@ -91,13 +99,19 @@ func (c *stateCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 }
 
 func (c *stateCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	ch <- metrics.NewLazyConstMetric(podsWaitingDesc, metrics.GaugeValue, float64(c.state.PodsWaiting()))
+	c.mu.Lock()
+	state := c.state
+	c.mu.Unlock()
+	if state.PodsWaiting == nil || state.Claims == nil {
+		return
+	}
+	ch <- metrics.NewLazyConstMetric(podsWaitingDesc, metrics.GaugeValue, float64(state.PodsWaiting()))
 	phases := map[v1alpha1.ClaimPhase]int{v1alpha1.ClaimPending: 0, v1alpha1.ClaimLaunched: 0, v1alpha1.ClaimRegistered: 0, v1alpha1.ClaimFailed: 0}
 	cost := map[string]float64{}
-	for _, p := range c.state.Pools {
+	for _, p := range state.Pools {
 		cost[p] = 0
 	}
-	for _, cl := range c.state.Claims() {
+	for _, cl := range state.Claims() {
 		phase := cl.Status.Phase
 		if phase == "" {
 			phase = v1alpha1.ClaimPending

@@ -99,8 +99,8 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 	opts.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 	// In a pod, the scheduler checks who may read /metrics with its in-cluster identity
 	// (TokenReview, SubjectAccessReview); here that identity comes from its kubeconfig.
-	opts.Authentication.RemoteKubeConfigFile = world.CP.Kubeconfig
-	opts.Authorization.RemoteKubeConfigFile = world.CP.Kubeconfig
+	opts.Authentication.RemoteKubeConfigFile = world.SchedulerKubeconfig
+	opts.Authorization.RemoteKubeConfigFile = world.SchedulerKubeconfig
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
 	}

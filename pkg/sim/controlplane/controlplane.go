@@ -58,6 +58,8 @@ func Start(ctx context.Context, tb ktesting.TB, dir string) (*ControlPlane, erro
 	storage.Transport.ServerList = []string{etcdURL}
 	srv, err := apiservertesting.StartTestServer(tb, nil, []string{
 		"--endpoint-reconciler-type=none",
+		// As on EKS: RBAC decides, so a component running with too few rights fails here too.
+		"--authorization-mode=Node,RBAC",
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 	}, storage)
 	if err != nil {

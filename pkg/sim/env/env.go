@@ -23,7 +23,6 @@ import (
 	"k8s.io/kubernetes/test/utils/ktesting"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
@@ -59,6 +58,11 @@ type Environment struct {
 	Cloud *ec2.Provider
 	// Agent registers the Nodes of instances whose user data bootstraps.
 	Agent *nodeagent.Agent
+	// SchedulerKubeconfig authenticates as the chart's service account: Tailor's scheduler
+	// runs with exactly the RBAC the chart installs, never as admin.
+	SchedulerKubeconfig string
+	// schedulerConfig is the chart's KubeSchedulerConfiguration, read back from its ConfigMap.
+	schedulerConfig []byte
 
 	stops []func()
 }
@@ -104,6 +108,18 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 	}
 	e.stops = append(e.stops, e.CP.Stop)
 	e.Client = kubernetes.NewForConfigOrDie(e.CP.Config)
+	if err := e.installChart(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	if e.schedulerConfig, err = e.installedSchedulerConfig(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	if e.SchedulerKubeconfig, err = e.writeServiceAccountKubeconfig(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
 	// The cluster is "active" once its API server is up: DescribeCluster then reports what nodes
 	// need to join it, as EKS does.
 	e.Sim.SetCluster(ec2sim.ClusterInfo{Endpoint: e.CP.Config.Host, CABundle: base64.StdEncoding.EncodeToString(e.CP.Config.CAData)})
@@ -207,19 +223,15 @@ func (e *Environment) Stop() {
 	e.stops = nil
 }
 
-// WriteSchedulerConfig writes the shipped example scheduler configuration (the one the chart
-// renders into manifests/deploy/tailor.yaml), pointed at this environment's API server, after
-// letting mutate edit the Tailor args, and returns its path.
+// WriteSchedulerConfig writes the scheduler configuration the chart installed (its ConfigMap,
+// read back from the API server), pointed at this environment's API server as the chart's
+// service account, after letting mutate edit the Tailor args, and returns its path.
 func (e *Environment) WriteSchedulerConfig(name string, leaderElect bool, mutate func(args map[string]any)) (string, error) {
-	example, err := manifests.LoadSchedulerConfig()
-	if err != nil {
-		return "", err
-	}
 	var cfg map[string]any
-	if err := yaml.Unmarshal(example, &cfg); err != nil {
+	if err := yaml.Unmarshal(e.schedulerConfig, &cfg); err != nil {
 		return "", err
 	}
-	cfg["clientConnection"] = map[string]any{"kubeconfig": e.CP.Kubeconfig, "qps": 100, "burst": 200}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": e.SchedulerKubeconfig, "qps": 100, "burst": 200}
 	cfg["leaderElection"].(map[string]any)["leaderElect"] = leaderElect
 	profile := cfg["profiles"].([]any)[0].(map[string]any)
 	args := profile["pluginConfig"].([]any)[0].(map[string]any)["args"].(map[string]any)
