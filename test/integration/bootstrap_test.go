@@ -15,6 +15,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // expectedRejections holds the instances a test launched to be refused at bootstrap; any other
@@ -87,5 +88,32 @@ func TestUserDataWithoutEndpointNeverRegisters(t *testing.T) {
 	}
 	if !running {
 		t.Errorf("instance %s is not running: a refused bootstrap leaves the instance up, as EC2 does", in.ID)
+	}
+}
+
+// A pool on Bottlerocket launches with TOML settings that Bottlerocket's kubelet accepts (the
+// node agent decodes them with a TOML library and refuses missing or unknown settings): the pod
+// runs on a node registered from them, with the pool's label and the type's pod limit.
+func TestBottlerocketPoolBootstraps(t *testing.T) {
+	restartScheduler(t, func(args map[string]any) {
+		args["pools"].([]any)[0].(map[string]any)["ami"] = "bottlerocket"
+	})
+	ns := newNamespace(t)
+	createPod(t, ns, "on-bottlerocket", "500m", "512Mi")
+	pods := waitRunning(t, ns, 1)
+	node := getNode(t, pods[0].Spec.NodeName)
+	id := lifecycle.InstanceID(node.Spec.ProviderID)
+	ud, ok := world.Sim.UserData(id)
+	if !ok || !strings.HasPrefix(ud, "[settings.kubernetes]") {
+		t.Fatalf("instance %s user data is not Bottlerocket's:\n%s", id, ud)
+	}
+	if _, refused := world.Agent.Rejected()[id]; refused {
+		t.Fatalf("instance %s was refused", id)
+	}
+	if node.Labels["tailor.dev/pool"] != "general" {
+		t.Errorf("node labels %v, want the pool's", node.Labels)
+	}
+	if !strings.Contains(ud, "max-pods = "+node.Status.Capacity.Pods().String()+"\n") {
+		t.Errorf("node pods capacity %s is not the user data's max-pods:\n%s", node.Status.Capacity.Pods(), ud)
 	}
 }
