@@ -1,6 +1,8 @@
 package planning
 
 import (
+	"fmt"
+
 	"github.com/tailor-eks/tailor/pkg/lowerbound"
 )
 
@@ -26,23 +28,39 @@ func (p *Plan) LowerBound() (float64, error) {
 	for _, t := range p.templates {
 		avail = append(avail, d.vec(t.Available, false))
 	}
-	// Each class's demand is split into one group per resource, so the LP may serve a class's
-	// cpu and its memory on different types, as pods of different shapes in one class are. A
-	// class as one group would make every type take its cpu and memory in the class's overall
-	// ratio, which no real packing has to do, and the bound would not be a bound.
-	var groups []lowerbound.Group
+	// One group per class and pod shape (identical requests): a real packing puts some share of
+	// a shape's pods on each type, and that share carries their cpu, memory and pod count
+	// together. Splitting a class further, resource by resource, would let the LP serve the cpu
+	// on compute types and the memory on memory types, which no packing can; that bound was
+	// valid but ~40% low on mixed workloads. Pods of different shapes in one class stay apart.
+	type shape struct {
+		req   vec
+		count int64
+	}
+	var classShapes [][]*shape
 	for _, c := range p.classes {
-		var demand vec
+		var shapes []*shape
+		byKey := map[string]*shape{}
 		for _, pod := range c.pods {
-			demand = demand.add(d.vec(pod.Requests, true))
-		}
-		for r := range d.names {
-			if r >= len(demand) || demand[r] == 0 {
+			req := d.vec(pod.Requests, true)
+			key := requestKey(req)
+			if sh, ok := byKey[key]; ok {
+				sh.count++
 				continue
 			}
-			one := make(vec, len(d.names))
-			one[r] = demand[r]
-			groups = append(groups, lowerbound.Group{Demand: floats(one, len(d.names)), Types: c.compatible})
+			byKey[key] = &shape{req: req, count: 1}
+			shapes = append(shapes, byKey[key])
+		}
+		classShapes = append(classShapes, shapes)
+	}
+	var groups []lowerbound.Group
+	for i, c := range p.classes {
+		for _, sh := range classShapes[i] {
+			demand := make(vec, len(sh.req))
+			for r, x := range sh.req {
+				demand[r] = x * sh.count
+			}
+			groups = append(groups, lowerbound.Group{Demand: floats(demand, len(d.names)), Types: c.compatible})
 		}
 	}
 	types := make([]lowerbound.Type, len(p.templates))
@@ -59,4 +77,13 @@ func floats(v vec, n int) []float64 {
 		out[i] = float64(v[i]) / 1000
 	}
 	return out
+}
+
+// requestKey names a request vector, trailing zeros dropped (vectors made before a dimension
+// was added are shorter).
+func requestKey(v vec) string {
+	for len(v) > 0 && v[len(v)-1] == 0 {
+		v = v[:len(v)-1]
+	}
+	return fmt.Sprint([]int64(v))
 }

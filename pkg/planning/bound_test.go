@@ -1,0 +1,85 @@
+package planning
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// For pods of one shape the LP relaxation has a closed form: the cheapest type per pod, each
+// type's pods-per-node fractional (min over resources of available / request). The bound must
+// meet it exactly: lower would mean it lets cpu and memory of the same pods go to different
+// types (what a per-resource split did, ~40% low on mixed workloads); higher, it is no bound.
+func TestLowerBoundOneShape(t *testing.T) {
+	amd64 := config.Pool{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}
+	tests := []struct {
+		name, cpu, mem string
+		n              int
+		types          []cloud.InstanceType // default testTypes()
+	}{
+		// Neither type suits 1 cpu / 4Gi alone; a per-resource split would serve the cpu on
+		// c5 and the memory on r5 and claim a cost no packing of these pods reaches.
+		{name: "between a compute and a memory type", cpu: "1", mem: "4Gi", n: 30, types: computeAndMemory()},
+		{name: "cpu-heavy", cpu: "1", mem: "1Gi", n: 30},
+		{name: "memory-heavy", cpu: "250m", mem: "3Gi", n: 30},
+		{name: "balanced", cpu: "500m", mem: "2Gi", n: 40},
+		{name: "tiny, pod-count bound", cpu: "10m", mem: "16Mi", n: 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*Pod
+			for i := 0; i < tc.n; i++ {
+				pods = append(pods, pod(t, fmt.Sprintf("p%d", i), tc.cpu, tc.mem, map[string]string{corev1.LabelArchStable: "amd64"}))
+			}
+			types := tc.types
+			if types == nil {
+				types = testTypes()
+			}
+			tmpls, err := Templates([]config.Pool{amd64}, types, map[string][]string{"default": {"us-east-1a"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := (&Planner{Templates: tmpls}).Plan(context.Background(), pods)
+			if len(plan.Unschedulable) != 0 {
+				t.Fatalf("unschedulable: %+v", plan.Unschedulable)
+			}
+			got, err := plan.LowerBound()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := math.Inf(1)
+			req := pods[0].Requests
+			for _, tmpl := range plan.templates {
+				perNode := math.Inf(1)
+				for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+					a, q := tmpl.Available[r], req[r]
+					perNode = math.Min(perNode, float64(a.MilliValue())/float64(q.MilliValue()))
+				}
+				pods := tmpl.Available[corev1.ResourcePods]
+				perNode = math.Min(perNode, float64(pods.Value()))
+				want = math.Min(want, float64(tc.n)/perNode*tmpl.Offering.PricePerHour)
+			}
+			if math.Abs(got-want) > 1e-6*want {
+				t.Errorf("bound %.6f, want the one-shape optimum %.6f", got, want)
+			}
+			if got > plan.PricePerHour()+1e-9 {
+				t.Errorf("bound %.6f above the plan's %.6f", got, plan.PricePerHour())
+			}
+		})
+	}
+}
+
+func computeAndMemory() []cloud.InstanceType {
+	mk := func(name string, memMiB int64, price float64) cloud.InstanceType {
+		return cloud.InstanceType{Name: name, Arch: "amd64", VCPUs: 2, MemoryMiB: memMiB, MaxENIs: 3, IPv4PerENI: 10,
+			Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: price}}}
+	}
+	return []cloud.InstanceType{mk("c5.large", 4096, 0.085), mk("r5.large", 16384, 0.126)}
+}
