@@ -92,12 +92,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
 	c.started = c.now()
-	c.activity, c.events, c.decided = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	queue := workqueue.NewTypedDelayingQueue[string]()
 	c.mu.Lock()
+	c.activity, c.events, c.decided = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	c.queue = queue
 	c.mu.Unlock()
-	defer queue.ShutDown()
+	defer func() {
+		queue.ShutDown()
+		c.mu.Lock()
+		c.queue = nil
+		c.mu.Unlock()
+	}()
 	reg, err := c.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { c.touch(obj) },
 		UpdateFunc: func(old, obj interface{}) {
@@ -118,11 +123,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer func() { _ = c.PodInformer.RemoveEventHandler(reg) }()
 	if c.NodeInformer != nil {
 		nreg, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(interface{}) { c.queue.AddAfter(passKey, time.Second) },
+			AddFunc: func(interface{}) { queue.AddAfter(passKey, time.Second) },
 			// A node someone deleted is drained at once, not at the next interval.
 			UpdateFunc: func(_, obj interface{}) {
 				if n, ok := obj.(*corev1.Node); ok && n.DeletionTimestamp != nil {
-					c.queue.Add(passKey)
+					queue.Add(passKey)
 				}
 			},
 		})
@@ -133,12 +138,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	go func() {
 		<-ctx.Done()
-		c.queue.ShutDown()
+		queue.ShutDown()
 	}()
 	logger.Info("Consolidation running", "interval", c.Args.ConsolidationInterval.Duration)
-	c.queue.Add(passKey)
+	queue.Add(passKey)
 	for {
-		key, shutdown := c.queue.Get()
+		key, shutdown := queue.Get()
 		if shutdown {
 			return nil
 		}
@@ -146,8 +151,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		if draining := c.pass(ctx); draining && next > drainPoll {
 			next = drainPoll
 		}
-		c.queue.Done(key)
-		c.queue.AddAfter(passKey, next)
+		queue.Done(key)
+		queue.AddAfter(passKey, next)
 	}
 }
 
@@ -166,7 +171,12 @@ func (c *Controller) touch(obj interface{}) {
 			wait = d
 		}
 	}
-	c.queue.AddAfter(passKey, wait+time.Second)
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q != nil {
+		q.AddAfter(passKey, wait+time.Second)
+	}
 }
 
 func (c *Controller) now() time.Time {

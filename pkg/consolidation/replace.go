@@ -103,7 +103,8 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 			case v1alpha1.ClaimFailed:
 				failed = true
 			case v1alpha1.ClaimRegistered:
-				if n, ok := nodes[cl.Status.NodeName]; ok && lifecycle.Ready(n) && !lifecycle.Starting(c.Args, n) {
+				// A replacement someone is deleting is not up: the old nodes must not drain onto it.
+				if n, ok := nodes[cl.Status.NodeName]; ok && !lifecycle.Deleting(cl, n) && lifecycle.Ready(n) && !lifecycle.Starting(c.Args, n) {
 					up++
 				}
 			}

@@ -117,7 +117,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	// After a restart: claims interrupted before their launch was recorded are launched again.
 	for _, cl := range c.Claims.List() {
-		if cl.Status.Phase == "" || cl.Status.Phase == v1alpha1.ClaimPending {
+		if (cl.Status.Phase == "" || cl.Status.Phase == v1alpha1.ClaimPending) && cl.DeletionTimestamp == nil {
 			logger.Info("Resuming interrupted launch", "claim", cl.Name)
 			c.Launcher.LaunchAsync(ctx, cl)
 		}
@@ -256,6 +256,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	firstRegistration := cl.Status.Phase != v1alpha1.ClaimRegistered
 	cl = cl.DeepCopy()
 	now := metav1.Now()
 	cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
@@ -263,7 +264,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		return err
 	}
 	c.Ledger.SetNodeName(cl.Name, node.Name)
-	if cl.Status.LaunchedAt != nil {
+	if firstRegistration && cl.Status.LaunchedAt != nil {
 		metrics.RegistrationDuration.WithLabelValues(cl.Spec.Pool).Observe(now.Sub(cl.Status.LaunchedAt.Time).Seconds())
 	}
 	klog.FromContext(ctx).Info("Registered", "node", node.Name, "claim", cl.Name, "instance", cl.Status.InstanceID)
@@ -304,8 +305,11 @@ func (c *Controller) sweep(ctx context.Context) {
 	}
 	for _, cl := range cls {
 		if cl.DeletionTimestamp != nil && cl.Status.Phase != v1alpha1.ClaimRegistered {
-			c.removeDeletedClaim(ctx, cl, running)
+			c.removeDeletedClaim(ctx, cl, running, nodeOf)
 			continue
+		}
+		if cl.DeletionTimestamp == nil && !slices.Contains(cl.Finalizers, v1alpha1.FinalizerTermination) {
+			c.addFinalizer(ctx, cl) // a claim from before finalizers, or stripped by hand
 		}
 		switch cl.Status.Phase {
 		case "", v1alpha1.ClaimPending:

@@ -82,11 +82,26 @@ func (c *Controller) releaseDeletingNode(ctx context.Context, node *corev1.Node,
 // removeDeletedClaim finishes the deletion of a claim that never registered a node: its
 // instance, if one was launched, is terminated (it carries no pods), the claim goes and the
 // pods that waited for it are planned again.
-func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance) {
+func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, nodeOf map[string]*corev1.Node) {
 	logger := klog.FromContext(ctx)
+	if c.Launcher.InFlight(cl.Name) {
+		return // its launch answers first; the next sweep sees the instance
+	}
+	// The cache may lag a registration that happened meanwhile: a Registered claim is the
+	// drain's, never terminated here.
+	cur, err := c.Claims.Fetch(ctx, cl.Name)
+	if apierrors.IsNotFound(err) {
+		return
+	} else if err != nil || cur.Status.Phase == v1alpha1.ClaimRegistered {
+		return
+	}
+	cl = cur
 	for _, in := range running {
 		if in.Tags[v1alpha1.TagClaim] != cl.Name {
 			continue
+		}
+		if n, ok := nodeOf[in.ID]; ok && !hasTaint(n, v1alpha1.TaintUnregistered) {
+			return // its node registered after all: pods may run there; the drain takes it
 		}
 		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
 			logger.Error(err, "Cannot terminate the deleted claim's instance; will retry", "claim", cl.Name, "instance", in.ID)
@@ -104,4 +119,13 @@ func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim,
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
 	}
 	c.Activate(pods)
+}
+
+// addFinalizer puts Tailor's termination finalizer on a claim that lacks it.
+func (c *Controller) addFinalizer(ctx context.Context, cl *v1alpha1.Claim) {
+	cl = cl.DeepCopy()
+	cl.Finalizers = append(cl.Finalizers, v1alpha1.FinalizerTermination)
+	if _, err := c.Claims.Update(ctx, cl); err != nil && !apierrors.IsConflict(err) {
+		klog.FromContext(ctx).Error(err, "Cannot add the termination finalizer; will retry", "claim", cl.Name)
+	}
 }

@@ -27,8 +27,8 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(pods) == 0 {
 			break
 		}
-		if cached.Status.Phase != v1alpha1.ClaimLaunched || cached.Annotations[v1alpha1.AnnotationReplaces] != "" {
-			continue // a replacement's room is for the pods of the nodes it replaces
+		if cached.Status.Phase != v1alpha1.ClaimLaunched || cached.Annotations[v1alpha1.AnnotationReplaces] != "" || cached.DeletionTimestamp != nil {
+			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
 		}
 		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)
 		if err != nil {
@@ -74,7 +74,7 @@ func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []
 		if cur, err = p.Claims.Fetch(ctx, name); err != nil {
 			return err
 		}
-		if cur.Status.Phase != v1alpha1.ClaimLaunched {
+		if cur.Status.Phase != v1alpha1.ClaimLaunched || cur.DeletionTimestamp != nil {
 			return errNoLongerInFlight
 		}
 		t := claimTemplate(cur, templates)

@@ -52,6 +52,12 @@ func run(m *testing.M) int {
 	if kwok == "" {
 		kwok, _ = filepath.Abs("../../bin/kwok")
 	}
+	// The scheduler's controllers take their lease where the chart's Role grants it, as in the
+	// chart's pod (POD_NAMESPACE from the downward API).
+	if err := os.Setenv("POD_NAMESPACE", env.InstallNamespace); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	nodeadm := os.Getenv("NODEADM")
 	if nodeadm == "" {
 		nodeadm, _ = filepath.Abs("../../bin/nodeadm")

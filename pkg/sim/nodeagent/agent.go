@@ -13,6 +13,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -107,8 +108,9 @@ func (a *Agent) bootstrap(ctx context.Context, in *cloud.Instance) (*Bootstrap, 
 		return nil, fmt.Errorf("no user data known for %s", in.ID)
 	}
 	r.boot, r.err = parseBootstrap(ctx, a.Nodeadm, ud, cluster)
-	if ctx.Err() != nil {
-		return nil, ctx.Err() // interrupted, not refused: try again next sync
+	var nj *notJudged
+	if ctx.Err() != nil || errors.As(r.err, &nj) {
+		return nil, r.err // interrupted, not refused: try again next sync
 	}
 	a.mu.Lock()
 	if a.booted == nil {

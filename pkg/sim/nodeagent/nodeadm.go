@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,12 +34,26 @@ func nodeadmCheck(ctx context.Context, nodeadm, userData string) error {
 	cmd.Env = append(withoutAWSMetadataEnv(os.Environ()),
 		"AWS_EC2_METADATA_SERVICE_ENDPOINT=http://"+ln.Addr().String(),
 		"AWS_EC2_METADATA_DISABLED=false")
+	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
-	if err != nil {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && ctx.Err() == nil:
 		return fmt.Errorf("nodeadm config check: %w: %s", err, nodeadmError(string(out)))
+	default:
+		// nodeadm did not get to judge (not started, timed out on a loaded machine): not a
+		// refusal, the instance is booted again next sync.
+		return &notJudged{err: err}
 	}
-	return nil
 }
+
+// notJudged is a check that did not run to a verdict.
+type notJudged struct{ err error }
+
+func (e *notJudged) Error() string { return "nodeadm did not run: " + e.err.Error() }
+func (e *notJudged) Unwrap() error { return e.err }
 
 // imdsHandler serves the two IMDSv2 calls nodeadm makes: a session token, then the user data.
 func imdsHandler(userData string) http.Handler {
