@@ -366,7 +366,12 @@ func (c *Controller) owned(n *corev1.Node) *ownedNode {
 	}
 	pool := c.Args.Pool(cl.Spec.Pool)
 	if pool == nil {
-		return nil
+		if !lifecycle.Deleting(cl, n) {
+			return nil
+		}
+		// Its pool is gone from the configuration, but someone deleted it: it still drains
+		// (the deletion needs no pool setting), or it would hang with its instance running.
+		pool = &config.Pool{Name: cl.Spec.Pool}
 	}
 	price, _ := strconv.ParseFloat(cl.Status.PricePerHour, 64)
 	return &ownedNode{node: n, claim: cl, pool: pool, price: price}
