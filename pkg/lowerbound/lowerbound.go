@@ -60,6 +60,12 @@ func Bound(types []Type, groups []Group) (float64, error) {
 	return bound(types, groups, options{})
 }
 
+// Solve is Bound that also returns a fractional packing attaining the bound (see Solution), for
+// callers that round it into a real packing.
+func Solve(types []Type, groups []Group) (Solution, error) {
+	return solveLP(types, groups, options{})
+}
+
 // options are test hooks.
 type options struct {
 	// noPrune disables reductions 2 to 5 of bound, so tests can check that
@@ -70,10 +76,12 @@ type options struct {
 // grp is a group with non-zero demand, after validation.
 type grp struct {
 	demand []float64 // per dimension
+	orig   int       // index in the caller's groups
 }
 
 // typ is an instance type some group may use.
 type typ struct {
+	orig  int // index in the caller's types (the first, when identical types were merged)
 	price float64
 	cap   []float64
 	users []int  // indexes into problem.groups, ascending
@@ -97,7 +105,13 @@ type problem struct {
 	types  []typ
 }
 
-// bound is Bound with test options. The reductions, each exact (the optimum
+// bound is Bound with test options.
+func bound(types []Type, groups []Group, opt options) (float64, error) {
+	sol, err := solveLP(types, groups, opt)
+	return sol.Bound, err
+}
+
+// solveLP is Solve with test options. The reductions, each exact (the optimum
 // is unchanged):
 //
 //  1. Types no group may use are dropped, and a group's pairing with a type
@@ -122,13 +136,13 @@ type problem struct {
 //     cheapest such type matters: one fixed column per group, never priced.
 //
 // Each remaining type costs one small pricing LP per column generation round.
-func bound(types []Type, groups []Group, opt options) (float64, error) {
+func solveLP(types []Type, groups []Group, opt options) (Solution, error) {
 	p, err := newProblem(types, groups)
 	if err != nil {
-		return 0, err
+		return Solution{}, err
 	}
 	if len(p.groups) == 0 {
-		return 0, nil
+		return Solution{}, nil
 	}
 	if !opt.noPrune {
 		p.mergeIdentical()
@@ -210,14 +224,14 @@ func newProblem(types []Type, groups []Group) (*problem, error) {
 			if !ok {
 				it = len(p.types)
 				internal[t] = it
-				p.types = append(p.types, typ{price: types[t].Price, cap: types[t].Capacity})
+				p.types = append(p.types, typ{orig: t, price: types[t].Price, cap: types[t].Capacity})
 			}
 			if !slices.Contains(opts, it) { // tolerate duplicate indexes
 				opts = append(opts, it)
 				p.types[it].users = append(p.types[it].users, gi)
 			}
 		}
-		p.groups = append(p.groups, grp{demand: gr.Demand})
+		p.groups = append(p.groups, grp{demand: gr.Demand, orig: g})
 	}
 	for i := range p.types {
 		p.types[i].set = newBitset(len(p.groups), p.types[i].users)
@@ -398,11 +412,14 @@ const (
 	maxRounds  = 200   // column generation rounds before giving up
 )
 
-// column is a master LP column: lambda nodes' worth of a pattern that covers
-// cover[g] of group g per unit, at cost per unit.
+// column is a master LP column: lambda units of a pattern that covers cover[g]
+// of group g per unit, at cost per unit. A unit is nodes nodes of type ty (nil
+// for the surplus columns).
 type column struct {
 	cost  float64
 	cover []float64
+	ty    *typ
+	nodes float64
 }
 
 // solve computes the optimum of the reduced LP by Dantzig-Wolfe column
@@ -433,9 +450,10 @@ type column struct {
 //     of those constraints found (upper bounds from the pricing LPs plus
 //     their tolerance); u/(1+eta) is feasible, as the constraints are
 //     homogeneous in u.
-func (p *problem) solve() (float64, error) {
+func (p *problem) solve() (Solution, error) {
 	ng := len(p.groups)
 	sepCost := make([]float64, ng)
+	sepType := make([]*typ, ng)
 	for g := range sepCost {
 		sepCost[g] = math.Inf(1)
 	}
@@ -447,7 +465,9 @@ func (p *problem) solve() (float64, error) {
 		}
 		if ty.sep {
 			for u, g := range ty.users {
-				sepCost[g] = min(sepCost[g], ty.alone(u))
+				if c := ty.alone(u); c < sepCost[g] {
+					sepCost[g], sepType[g] = c, ty
+				}
 			}
 			continue
 		}
@@ -457,7 +477,7 @@ func (p *problem) solve() (float64, error) {
 	// Start: every group alone on its cheapest option. Its cost is an upper
 	// bound, and with a single group or no sharing it is the answer.
 	best := slices.Clone(sepCost)
-	bestType := make([]*typ, ng)
+	bestType := slices.Clone(sepType)
 	for _, ty := range multi {
 		for u, g := range ty.users {
 			if c := ty.alone(u); c < best[g] {
@@ -472,10 +492,10 @@ func (p *problem) solve() (float64, error) {
 	if math.IsInf(upper, 1) {
 		// Every group keeps at least one type: newProblem checks that one
 		// fits, and a type is only dropped for one that serves all its users.
-		return 0, errors.New("lowerbound: internal error: a group lost all its types")
+		return Solution{}, errors.New("lowerbound: internal error: a group lost all its types")
 	}
 	if len(multi) == 0 || ng == 1 {
-		return upper, nil
+		return p.alone(best, bestType), nil
 	}
 
 	// Normalise costs so that a group's dual is about 1 and absolute solver
@@ -497,12 +517,12 @@ func (p *problem) solve() (float64, error) {
 			cover := make([]float64, ng)
 			cover[g] = 1
 			sepCol[g] = len(cols)
-			cols = append(cols, column{cost: sepCost[g] / scale, cover: cover})
+			cols = append(cols, column{cost: sepCost[g] / scale, cover: cover, ty: sepType[g], nodes: sepCost[g] / sepType[g].price})
 		}
 	}
 	initial := make([]int, ng)
 	for g := range initial {
-		if bestType[g] == nil {
+		if bestType[g] == sepType[g] {
 			initial[g] = sepCol[g]
 			continue
 		}
@@ -511,7 +531,7 @@ func (p *problem) solve() (float64, error) {
 		cover := make([]float64, ng)
 		cover[g] = 1
 		initial[g] = len(cols)
-		cols = append(cols, column{cost: best[g] / scale, cover: cover})
+		cols = append(cols, column{cost: best[g] / scale, cover: cover, ty: bestType[g], nodes: best[g] / bestType[g].price})
 	}
 
 	// Perturbing the right-hand side (>= 1+delta_g) makes the master
@@ -527,13 +547,16 @@ func (p *problem) solve() (float64, error) {
 		for g := range b {
 			b[g] = 1 + perturbation(g, amp)
 		}
-		v, err := p.generate(multi, sepCost, scale, cols, slices.Clone(initial), b)
+		v, x, all, err := p.generate(multi, sepCost, scale, cols, slices.Clone(initial), b)
 		if err == nil {
-			return min(v, upper), nil
+			if v >= upper {
+				return p.alone(best, bestType), nil // rounding: nothing beats every group alone
+			}
+			return p.packing(v, x, all), nil
 		}
 		lastErr = err
 	}
-	return 0, lastErr
+	return Solution{}, lastErr
 }
 
 // perturbation returns distinct values in [amp, 2*amp) for i = 0, 1, ...
@@ -544,8 +567,9 @@ func perturbation(i int, amp float64) float64 {
 var errDuals = errors.New("cannot read duals off the master LP's solution")
 
 // generate runs column generation from the given columns and feasible basis,
-// and returns the certified bound in $/h.
-func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols []column, basis []int, b []float64) (float64, error) {
+// and returns the certified bound in $/h, and the last master LP's solution
+// over the columns.
+func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols []column, basis []int, b []float64) (float64, []float64, []column, error) {
 	ng := len(b)
 	prevF := math.Inf(1)
 	for round := 0; round < maxRounds; round++ {
@@ -561,15 +585,15 @@ func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols 
 		}
 		f, x, err := simplex(c, A, b, basis)
 		if err != nil {
-			return 0, fmt.Errorf("lowerbound: master LP (%d groups, %d columns): %w", ng, len(cols), err)
+			return 0, nil, nil, fmt.Errorf("lowerbound: master LP (%d groups, %d columns): %w", ng, len(cols), err)
 		}
 		var u []float64
 		basis, u, err = duals(A, c, x)
 		if err != nil {
-			return 0, fmt.Errorf("lowerbound: master LP (%d groups, %d columns): %w", ng, len(cols), err)
+			return 0, nil, nil, fmt.Errorf("lowerbound: master LP (%d groups, %d columns): %w", ng, len(cols), err)
 		}
 		if d := dot(u, b); math.Abs(d-f) > dualTol*(1+math.Abs(f)) {
-			return 0, fmt.Errorf("lowerbound: master LP: %w: dual value %v, primal value %v", errDuals, d, f)
+			return 0, nil, nil, fmt.Errorf("lowerbound: master LP: %w: dual value %v, primal value %v", errDuals, d, f)
 		}
 
 		// Pricing. eta is the largest relative amount by which u violates a
@@ -585,7 +609,7 @@ func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols 
 			price := ty.price / scale
 			ub, v, z, err := bestPattern(ty, u, price)
 			if err != nil {
-				return 0, fmt.Errorf("lowerbound: pricing LP: %w", err)
+				return 0, nil, nil, fmt.Errorf("lowerbound: pricing LP: %w", err)
 			}
 			eta = max(eta, ub/price-1)
 			if z == nil {
@@ -606,7 +630,7 @@ func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols 
 					cover[g] = z[u] / zmax
 				}
 			}
-			cols = append(cols, column{cost: price / zmax, cover: cover})
+			cols = append(cols, column{cost: price / zmax, cover: cover, ty: ty, nodes: 1 / zmax})
 			added++
 		}
 		// The master is non-degenerate (perturbed), so an improving column
@@ -618,10 +642,10 @@ func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols 
 			for _, v := range u {
 				sum += v
 			}
-			return sum / (1 + eta) * scale, nil
+			return sum / (1 + eta) * scale, x, cols[:len(x)], nil
 		}
 	}
-	return 0, fmt.Errorf("lowerbound: column generation did not converge in %d rounds", maxRounds)
+	return 0, nil, nil, fmt.Errorf("lowerbound: column generation did not converge in %d rounds", maxRounds)
 }
 
 func dot(u, b []float64) float64 {

@@ -2,6 +2,7 @@ package planning
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tailor-eks/tailor/pkg/lowerbound"
 )
@@ -37,12 +38,43 @@ func (p *Plan) LowerBound() (float64, error) {
 		req   vec
 		count int64
 	}
-	var classShapes [][]*shape
+	var reqs [][]vec
+	distinct := map[string]bool{}
 	for _, c := range p.classes {
-		var shapes []*shape
-		byKey := map[string]*shape{}
+		var rs []vec
 		for _, pod := range c.pods {
 			req := d.vec(pod.Requests, true)
+			rs = append(rs, req)
+			distinct[fmt.Sprint(len(reqs), requestKey(req))] = true
+		}
+		reqs = append(reqs, rs)
+	}
+	// The LP has a dense row per group. Past maxBoundGroups, requests are rounded down onto a
+	// geometric grid, coarser until few enough shapes are left: smaller pods can only make the
+	// optimum cheaper, so the result is still a lower bound, looser by at most the grid's step.
+	if len(distinct) > maxBoundGroups {
+		for step := 0.05; ; step *= 2 {
+			shapes := map[string]bool{}
+			for ci, rs := range reqs {
+				for _, r := range rs {
+					shapes[fmt.Sprint(ci, requestKey(roundDown(r, step)))] = true
+				}
+			}
+			if len(shapes) <= maxBoundGroups || step > 4 {
+				for _, rs := range reqs {
+					for i, r := range rs {
+						rs[i] = roundDown(r, step)
+					}
+				}
+				break
+			}
+		}
+	}
+	var classShapes [][]*shape
+	for ci := range p.classes {
+		var shapes []*shape
+		byKey := map[string]*shape{}
+		for _, req := range reqs[ci] {
 			key := requestKey(req)
 			if sh, ok := byKey[key]; ok {
 				sh.count++
@@ -60,7 +92,12 @@ func (p *Plan) LowerBound() (float64, error) {
 			for r, x := range sh.req {
 				demand[r] = x * sh.count
 			}
-			groups = append(groups, lowerbound.Group{Demand: floats(demand, len(d.names)), Types: c.compatible})
+			groups = append(groups, lowerbound.Group{Demand: floats(demand, len(d.names)), Types: holding(c.compatible, avail, sh.req)})
+			if len(groups[len(groups)-1].Types) == 0 {
+				// Only when repacking: the pods sit on nodes of the cluster that no template
+				// matches in size. The looser bound is still a bound.
+				groups[len(groups)-1].Types = c.compatible
+			}
 		}
 	}
 	types := make([]lowerbound.Type, len(p.templates))
@@ -68,6 +105,38 @@ func (p *Plan) LowerBound() (float64, error) {
 		types[i] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(avail[i], len(d.names))}
 	}
 	return lowerbound.Bound(types, groups)
+}
+
+// maxBoundGroups bounds the groups of LowerBound's LP (see roundDown).
+const maxBoundGroups = 200
+
+// roundDown rounds every resource of a pod's request but the pod count down to a power of
+// 1+step (in milli-units).
+func roundDown(req vec, step float64) vec {
+	out := make(vec, len(req))
+	for i, v := range req {
+		if i == podsDim || v <= 0 {
+			out[i] = v
+			continue
+		}
+		k := math.Floor(math.Log(float64(v)) / math.Log1p(step))
+		out[i] = min(v, int64(math.Pow(1+step, k)))
+	}
+	return out
+}
+
+// holding keeps the templates whose available room holds one pod requesting req. A pod runs
+// whole on one node, so the LP must not put a share of it on a type it does not fit: that
+// would let a 48-cpu pod's demand fill the corners of 8-cpu nodes, a relaxation no packing can
+// come near.
+func holding(templates []int, avail []vec, req vec) []int {
+	var out []int
+	for _, ti := range templates {
+		if fits(avail[ti], nil, req) {
+			out = append(out, ti)
+		}
+	}
+	return out
 }
 
 // floats converts a vector to n dimensions in whole units (cores, bytes, pods).

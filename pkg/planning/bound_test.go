@@ -83,3 +83,18 @@ func computeAndMemory() []cloud.InstanceType {
 	}
 	return []cloud.InstanceType{mk("c5.large", 4096, 0.085), mk("r5.large", 16384, 0.126)}
 }
+
+// TestBoundKeepsPodsWhole: a pod only m5.2xlarge holds must be priced on m5.2xlarge, not as
+// shares of the cheaper m6g.xlarge it does not fit (which would give about $0.236/h).
+func TestBoundKeepsPodsWhole(t *testing.T) {
+	pl := testPlanner(t)
+	plan := pl.Plan(context.Background(), []*Pod{pod(t, "big", "6", "20Gi", nil)})
+	bound, err := plan.LowerBound()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// m5.2xlarge: $0.384/h for 7.91 allocatable cpu; the pod needs 6 of them.
+	if want := 0.384 * 6 / 7.91; bound < want*0.99 || bound > 0.384 {
+		t.Errorf("bound $%.4f/h, want about $%.4f/h (m5.2xlarge's share)", bound, want)
+	}
+}

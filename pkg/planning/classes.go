@@ -46,6 +46,8 @@ type class struct {
 	interPod bool
 	// spreadKeys are the topology keys of the class's hard topology spread constraints.
 	spreadKeys []string
+	// lpPacked marks the classes packByLP placed; fill places the others, steered by the mix.
+	lpPacked bool
 
 	// While the class is being placed: its state forked from the first pod's, how much of the
 	// plan's placement log it has seen, the templates standing for each spread domain, and the
@@ -58,8 +60,9 @@ type class struct {
 }
 
 type member struct {
-	pod *Pod
-	req vec
+	pod    *Pod
+	req    vec
+	placed bool
 }
 
 func (c *class) rep() *Pod { return c.members[0].pod }

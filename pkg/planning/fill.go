@@ -16,11 +16,17 @@ const pickWindow = 64
 // and nodes of a memory type with the rest, and every node fills in both resources at once.
 // The Filter plugins still judge every placement (host ports, volumes, anything the profile
 // runs).
-func (ps *planState) fillClass(c *class) []Unschedulable {
-	c.state = c.rep().Filter.Fork()
-	ps.sync(c)
-	order := ps.openOrder(c)
-	f := &filler{ps: ps, c: c, members: append([]*member(nil), c.members...)}
+//
+// With openNew false it only fills the nodes there are, and leaves the rest of the class for a
+// later call.
+func (ps *planState) fillClass(c *class, openNew bool) []Unschedulable {
+	ps.begin(c)
+	f := &filler{ps: ps, c: c}
+	for _, m := range c.members {
+		if !m.placed {
+			f.members = append(f.members, m)
+		}
+	}
 	sort.SliceStable(f.members, func(i, j int) bool {
 		return f.ratio(f.members[i]) < f.ratio(f.members[j])
 	})
@@ -34,6 +40,10 @@ func (ps *planState) fillClass(c *class) []Unschedulable {
 			f.fill(n)
 		}
 	}
+	if !openNew || f.left == 0 {
+		return nil
+	}
+	order := ps.openOrder(c)
 	var out []Unschedulable
 	for f.left > 0 {
 		seed := f.largest()

@@ -89,7 +89,22 @@ func (ps *planState) run(pods []*Pod) *Plan {
 			ps.batchTemplates = append(ps.batchTemplates, ti)
 		}
 	}
-	ps.mix = ps.newMix(classes)
+	if ps.cluster != nil {
+		// Room on the nodes that run costs nothing: use it before the LP buys new nodes.
+		for _, c := range classes {
+			if len(c.compatible) > 0 && !c.interPod && len(c.spreadKeys) == 0 {
+				ps.fillClass(c, false)
+			}
+		}
+	}
+	ps.packByLP(classes)
+	var rest []*class
+	for _, c := range classes {
+		if !c.lpPacked {
+			rest = append(rest, c)
+		}
+	}
+	ps.mix = ps.newMix(rest)
 	for _, c := range classes {
 		if len(c.compatible) == 0 && ps.cluster == nil {
 			reason := ps.pl.explain(c.rep().Requests, c.reasons)
@@ -102,7 +117,7 @@ func (ps *planState) run(pods []*Pod) *Plan {
 		if c.interPod || len(c.spreadKeys) > 0 {
 			unschedulable = ps.placeClass(c)
 		} else {
-			unschedulable = ps.fillClass(c)
+			unschedulable = ps.fillClass(c, true)
 		}
 		plan.Unschedulable = append(plan.Unschedulable, unschedulable...)
 		plan.classes = append(plan.classes, c.summary(unschedulable))
@@ -290,8 +305,7 @@ func (ps *planState) topTier(c *class, accepted []int) []int {
 
 // placeClass places every pod of c and returns those it could not.
 func (ps *planState) placeClass(c *class) []Unschedulable {
-	c.state = c.rep().Filter.Fork()
-	ps.sync(c)
+	ps.begin(c)
 	ps.chooseDomains(c)
 	order := ps.openOrder(c)
 	var cands, refused []*openNode
@@ -358,6 +372,14 @@ func (c *class) summary(unschedulable []Unschedulable) classSummary {
 		}
 	}
 	return s
+}
+
+// begin forks the class's state from its first pod's, once, and lets it see the plan so far.
+func (ps *planState) begin(c *class) {
+	if c.state == nil {
+		c.state = c.rep().Filter.Fork()
+	}
+	ps.sync(c)
 }
 
 // sync lets the class's state see every placement it has not seen yet (and, the first time,
@@ -460,29 +482,38 @@ func (ps *planState) openOrder(c *class) []int {
 // open starts a node for m on the first template in order that holds it and whose Filter
 // verdict accepts it.
 func (ps *planState) open(c *class, m *member, order []int) *openNode {
-	if !c.interPod && len(c.spreadKeys) == 0 {
+	if !c.lpPacked && !c.interPod && len(c.spreadKeys) == 0 {
 		order = ps.mix.prefer(ps, order, c.ratio(ps))
 	}
 	for _, ti := range order {
-		if !fits(ps.avail[ti], nil, m.req) {
-			continue
+		if n := ps.openTemplate(c, m, ti); n != nil {
+			return n
 		}
-		if ps.filter(c, ps.templateInfo(ti)) != "" {
-			continue
-		}
-		t := ps.pl.Templates[ti]
-		name := fmt.Sprintf("planned-%d", len(ps.nodes))
-		n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}}
-		n.info = nodeInfo(inflate(nodeNamed(t, name)), t.Daemons...)
-		for _, d := range n.info.Pods {
-			ps.log = append(ps.log, placement{pod: d, node: n})
-		}
-		ps.sync(c)
-		ps.nodes = append(ps.nodes, n)
-		ps.mix.spend(t)
-		return n
 	}
 	return nil
+}
+
+// openTemplate starts a node of template ti for m if it holds m and its Filter verdict accepts
+// m's class, else returns nil.
+func (ps *planState) openTemplate(c *class, m *member, ti int) *openNode {
+	if ti < 0 || !c.compatibleSet[ti] || !fits(ps.avail[ti], nil, m.req) {
+		return nil
+	}
+	ps.begin(c)
+	if ps.filter(c, ps.templateInfo(ti)) != "" {
+		return nil
+	}
+	t := ps.pl.Templates[ti]
+	name := fmt.Sprintf("planned-%d", len(ps.nodes))
+	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}}
+	n.info = nodeInfo(inflate(nodeNamed(t, name)), t.Daemons...)
+	for _, d := range n.info.Pods {
+		ps.log = append(ps.log, placement{pod: d, node: n})
+	}
+	ps.sync(c)
+	ps.nodes = append(ps.nodes, n)
+	ps.mix.spend(t)
+	return n
 }
 
 func (ps *planState) place(c *class, n *openNode, m *member) {
@@ -491,6 +522,7 @@ func (ps *planState) place(c *class, n *openNode, m *member) {
 		return
 	}
 	n.info.AddPodInfo(pi)
+	m.placed = true
 	n.used = n.used.add(m.req)
 	n.pods = append(n.pods, m.pod)
 	n.classes[c] = true
@@ -542,6 +574,7 @@ func (ps *planState) finish(n *openNode) *PlannedNode {
 	if len(alts) == 0 {
 		alts = []*Template{chosen}
 	}
+
 	var requests corev1.ResourceList
 	for _, p := range n.pods {
 		requests = addResources(requests, p.Requests)

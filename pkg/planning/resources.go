@@ -75,6 +75,16 @@ func short(capacity, used, req vec) int {
 	return -1
 }
 
+// max is the larger of v and o in every dimension, as a new vector.
+func (v vec) max(o vec) vec {
+	out := make(vec, max(len(v), len(o)))
+	copy(out, v)
+	for i, x := range o {
+		out[i] = max(out[i], x)
+	}
+	return out
+}
+
 func (v vec) add(o vec) vec {
 	if len(o) > len(v) {
 		v = append(v, make(vec, len(o)-len(v))...)
