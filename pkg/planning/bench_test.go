@@ -76,7 +76,7 @@ const (
 // benchPods makes n pods split evenly over the kinds (or all plain), each kind one workload,
 // every pod with its own cpu (100m–1.5) and memory (100Mi–4Gi), each with its PreFilter state
 // from the example profile's real plugins.
-func benchPods(b *testing.B, n int, mixed bool) []*Pod {
+func benchPods(b testing.TB, n int, mixed bool) []*Pod {
 	b.Helper()
 	fw := offline(b)
 	fw.SetSnapshot(nil, nil)

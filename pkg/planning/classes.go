@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // Pod is a pod waiting for capacity. Requests include init containers and pod overhead.
@@ -60,9 +61,12 @@ type class struct {
 }
 
 type member struct {
-	pod    *Pod
-	req    vec
+	pod   *Pod
+	req   vec
+	class *class
+	// Once placed: the PodInfo the plugins saw, and the node.
 	placed bool
+	info   fwk.PodInfo
 }
 
 func (c *class) rep() *Pod { return c.members[0].pod }

@@ -21,6 +21,8 @@ type Plan struct {
 	// For LowerBound.
 	templates []*Template
 	classes   []classSummary
+	// moved counts compact's moves, for tests.
+	moved int
 }
 
 // PricePerHour is the plan's total.
@@ -60,6 +62,8 @@ type Planner struct {
 
 	// infos caches the template nodes the Filter plugins see; they never change.
 	infos []*framework.NodeInfo
+	// noCompact turns compact off, for tests that compare.
+	noCompact bool
 }
 
 // sweepLimit bounds how many nodes that refused a class are asked again before a new node is
@@ -122,8 +126,11 @@ func (ps *planState) run(pods []*Pod) *Plan {
 		plan.Unschedulable = append(plan.Unschedulable, unschedulable...)
 		plan.classes = append(plan.classes, c.summary(unschedulable))
 	}
+	if !ps.pl.noCompact {
+		plan.moved = ps.compact()
+	}
 	for _, n := range ps.nodes {
-		if n.template >= 0 {
+		if n.template >= 0 && len(n.pods) > 0 {
 			plan.Nodes = append(plan.Nodes, ps.finish(n))
 		}
 	}
@@ -155,8 +162,10 @@ type openNode struct {
 	capacity vec
 	info     *framework.NodeInfo
 	used     vec
-	pods     []*Pod
-	classes  map[*class]bool
+	// pods and members are the same pods, in the same order: the plan's, and the planner's.
+	pods    []*Pod
+	members []*member
+	classes map[*class]bool
 }
 
 // accepts says whether the class may use the node at all: any node of the cluster (the Filter
@@ -206,7 +215,7 @@ func (ps *planState) classify(pods []*Pod) []*class {
 			byKey[k] = c
 			classes = append(classes, c)
 		}
-		c.members = append(c.members, &member{pod: p, req: ps.dims.vec(p.Requests, true)})
+		c.members = append(c.members, &member{pod: p, req: ps.dims.vec(p.Requests, true), class: c})
 	}
 	for _, c := range classes {
 		sort.SliceStable(c.members, func(i, j int) bool { return size(c.members[i].pod.Requests) > size(c.members[j].pod.Requests) })
@@ -522,10 +531,9 @@ func (ps *planState) place(c *class, n *openNode, m *member) {
 		return
 	}
 	n.info.AddPodInfo(pi)
-	m.placed = true
+	m.placed, m.info = true, pi
 	n.used = n.used.add(m.req)
-	n.pods = append(n.pods, m.pod)
-	n.classes[c] = true
+	n.add(m)
 	ps.log = append(ps.log, placement{pod: pi, node: n})
 	ps.sync(c)
 }
@@ -551,10 +559,28 @@ func (ps *planState) finish(n *openNode) *PlannedNode {
 	if max <= 0 {
 		max = 10
 	}
-	chosen := ps.pl.Templates[n.template]
 	var alts []*Template
+	for _, ti := range ps.holders(n, max) {
+		alts = append(alts, ps.pl.Templates[ti])
+	}
+	if len(alts) == 0 {
+		alts = []*Template{ps.pl.Templates[n.template]}
+	}
+
+	var requests corev1.ResourceList
+	for _, p := range n.pods {
+		requests = addResources(requests, p.Requests)
+	}
+	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: requests}
+}
+
+// holders lists, cheapest first and at most max of them, the templates a planned node may shrink
+// to: of its pool, zone and capacity type, accepted by every one of its classes, holding its pods.
+func (ps *planState) holders(n *openNode, max int) []int {
+	chosen := ps.pl.Templates[n.template]
+	var out []int
 	for ti, t := range ps.pl.Templates { // templates are sorted by price
-		if len(alts) == max {
+		if len(out) == max {
 			break
 		}
 		if !launchableTogether(t, chosen) || !fits(ps.avail[ti], nil, n.used) {
@@ -568,18 +594,19 @@ func (ps *planState) finish(n *openNode) *PlannedNode {
 			}
 		}
 		if ok {
-			alts = append(alts, t)
+			out = append(out, ti)
 		}
 	}
-	if len(alts) == 0 {
-		alts = []*Template{chosen}
-	}
+	return out
+}
 
-	var requests corev1.ResourceList
-	for _, p := range n.pods {
-		requests = addResources(requests, p.Requests)
+// shrink is the template finish will give a planned node: the cheapest of holders, or the one
+// it was opened with.
+func (ps *planState) shrink(n *openNode) int {
+	if h := ps.holders(n, 1); len(h) > 0 {
+		return h[0]
 	}
-	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: requests}
+	return n.template
 }
 
 // launchableTogether says whether two templates can be alternatives of one launch: same pool,

@@ -85,6 +85,16 @@ func (v vec) max(o vec) vec {
 	return out
 }
 
+// sub subtracts o from v in place (see add).
+func (v vec) sub(o vec) vec {
+	for i, x := range o {
+		if i < len(v) {
+			v[i] -= x
+		}
+	}
+	return v
+}
+
 func (v vec) add(o vec) vec {
 	if len(o) > len(v) {
 		v = append(v, make(vec, len(o)-len(v))...)

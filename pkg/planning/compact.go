@@ -1,0 +1,230 @@
+package planning
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+)
+
+// compact moves pods into room that planned nodes leave unused, from the emptiest nodes first,
+// so that nodes shrink or go. A node's room is what the type it will shrink to (see finish) has
+// beyond its pods: paid for, and unused. Classes placed late (inter-pod terms, spread) often
+// force nodes of their own, one pod of a hostname anti-affinity class each, and those nodes'
+// room is where the earlier classes' pods can go instead of nodes of their own.
+//
+// Only pods whose class's constraints are zone-wide move, only pods no finer-grained constraint
+// selects, and only between new nodes of one zone, so no count a constraint reads changes; the
+// moving pod's Filter plugins judge its new node. A move never raises the cost: the receiving
+// node stays within the type it shrinks to, the giving one can only shrink. It returns how many
+// pods moved.
+func (ps *planState) compact() (moved int) {
+	var nodes []*openNode
+	for _, n := range ps.nodes {
+		if n.template >= 0 && len(n.members) > 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) < 2 {
+		return 0
+	}
+	var states []*class
+	seen := map[*class]bool{}
+	for _, n := range nodes {
+		for _, m := range n.members {
+			if !seen[m.class] {
+				seen[m.class] = true
+				states = append(states, m.class)
+				ps.sync(m.class)
+			}
+		}
+	}
+	hostSelectors := ps.hostSelectors(states)
+	// limit: the allocatable of the type each node shrinks to; moves stay within one zone.
+	limit := make([]vec, len(nodes))
+	byZone := map[string][]int{}
+	for i, n := range nodes {
+		limit[i] = ps.avail[ps.shrink(n)]
+		z := ps.zone(n)
+		byZone[z] = append(byZone[z], i)
+	}
+	fill := make([]float64, len(nodes))
+	sources := make([]int, len(nodes))
+	for i, n := range nodes {
+		sources[i] = i
+		fill[i] = 2 - free(ps.dimOf(limit[i], corev1.ResourceCPU), ps.dimOf(n.used, corev1.ResourceCPU)) -
+			free(ps.dimOf(limit[i], corev1.ResourceMemory), ps.dimOf(n.used, corev1.ResourceMemory))
+	}
+	sort.SliceStable(sources, func(i, j int) bool { return fill[sources[i]] < fill[sources[j]] })
+	for _, si := range sources {
+		src := nodes[si]
+		var members []*member
+		for _, m := range src.members {
+			if m.movable(hostSelectors) {
+				members = append(members, m)
+			}
+		}
+		sort.SliceStable(members, func(i, j int) bool { return size(members[i].pod.Requests) > size(members[j].pod.Requests) })
+		for _, m := range members {
+			for _, di := range byZone[ps.zone(src)] {
+				dst := nodes[di]
+				if di == si || len(dst.members) == 0 || !fits(limit[di], dst.used, m.req) || !dst.accepts(m.class) ||
+					!ps.mayMove(m, src, dst) {
+					continue
+				}
+				ps.move(m, src, dst, states)
+				moved++
+				break
+			}
+		}
+		limit[si] = ps.avail[ps.shrink(src)]
+	}
+	return moved
+}
+
+// hostSelectors are the label selectors of the classes with constraints below the zone
+// (hostname spread, hostname affinity or anti-affinity): a pod they select counts for them on
+// its node, so compact leaves it where it is.
+func (ps *planState) hostSelectors(classes []*class) []labels.Selector {
+	var out []labels.Selector
+	for _, c := range classes {
+		if !c.hostLevel() {
+			continue
+		}
+		for _, ls := range constraintSelectors(c.rep().Pod) {
+			if sel, err := metav1.LabelSelectorAsSelector(ls); err == nil {
+				out = append(out, sel)
+			} else {
+				out = append(out, labels.Everything()) // unreadable: assume it selects anything
+			}
+		}
+	}
+	return out
+}
+
+// movable says whether compact may move the pod: its class's constraints are all zone-wide
+// (moves stay within a zone) and no class with constraints below the zone selects it.
+func (m *member) movable(hostSelectors []labels.Selector) bool {
+	if m.class.hostLevel() {
+		return false
+	}
+	set := labels.Set(m.pod.Pod.Labels)
+	for _, sel := range hostSelectors {
+		if sel.Matches(set) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostLevel says whether the class has a hard constraint whose topology is finer than a zone.
+func (c *class) hostLevel() bool {
+	for _, key := range c.spreadKeys {
+		if !zoneWide(key) {
+			return true
+		}
+	}
+	if a := c.rep().Pod.Spec.Affinity; a != nil {
+		var terms []corev1.PodAffinityTerm
+		if a.PodAffinity != nil {
+			terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+		if a.PodAntiAffinity != nil {
+			terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		}
+		for _, t := range terms {
+			if !zoneWide(t.TopologyKey) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func zoneWide(key string) bool {
+	return key == corev1.LabelTopologyZone || key == corev1.LabelTopologyRegion ||
+		key == corev1.LabelFailureDomainBetaZone || key == corev1.LabelFailureDomainBetaRegion
+}
+
+// constraintSelectors are the selectors of a pod's hard spread constraints and required
+// (anti-)affinity terms.
+func constraintSelectors(p *corev1.Pod) []*metav1.LabelSelector {
+	var out []*metav1.LabelSelector
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			out = append(out, c.LabelSelector)
+		}
+	}
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				out = append(out, t.LabelSelector)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				out = append(out, t.LabelSelector)
+			}
+		}
+	}
+	return out
+}
+
+func (ps *planState) zone(n *openNode) string { return ps.pl.Templates[n.template].Offering.Zone }
+
+// mayMove asks m's class's Filter plugins whether m may leave src for dst (the class's state
+// forgets m on src for the question). Pods of other classes on dst need no question: their
+// inter-pod constraints do not select m (see movable), and what else they share with m (host
+// ports, volumes) m's own plugins check.
+func (ps *planState) mayMove(m *member, src, dst *openNode) bool {
+	c := m.class
+	c.state.RemovePod(ps.ctx, m.info, src.info)
+	verdict := ps.filter(c, dst.info)
+	c.state.AddPod(ps.ctx, m.info, src.info)
+	return verdict == ""
+}
+
+// move takes m from src to dst, in the nodes and in every class's state.
+func (ps *planState) move(m *member, src, dst *openNode, states []*class) {
+	logger := klog.FromContext(ps.ctx)
+	if err := src.info.RemovePod(logger, m.pod.Pod); err != nil {
+		logger.Error(err, "Cannot move a planned pod", "node", src.name, "pod", klog.KObj(m.pod.Pod))
+	}
+	for _, c := range states {
+		c.state.RemovePod(ps.ctx, m.info, src.info)
+	}
+	src.used = src.used.sub(m.req)
+	src.remove(m)
+	dst.info.AddPodInfo(m.info)
+	dst.used = dst.used.add(m.req)
+	dst.add(m)
+	for _, c := range states {
+		c.state.AddPod(ps.ctx, m.info, dst.info)
+	}
+}
+
+// add records m on n.
+func (n *openNode) add(m *member) {
+	n.members = append(n.members, m)
+	n.pods = append(n.pods, m.pod)
+	n.classes[m.class] = true
+}
+
+// remove forgets m on n.
+func (n *openNode) remove(m *member) {
+	for i, o := range n.members {
+		if o == m {
+			n.members = append(n.members[:i], n.members[i+1:]...)
+			n.pods = append(n.pods[:i], n.pods[i+1:]...)
+			break
+		}
+	}
+	for _, o := range n.members {
+		if o.class == m.class {
+			return
+		}
+	}
+	delete(n.classes, m.class)
+}
