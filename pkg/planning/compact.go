@@ -81,6 +81,80 @@ func (ps *planState) compact() (moved int) {
 		}
 		limit[si] = ps.avail[ps.shrink(src)]
 	}
+	if len(nodes) <= mergeNodes {
+		moved += ps.merge(nodes, hostSelectors, states)
+	}
+	return moved
+}
+
+// mergeNodes bounds the plans merge looks at: it asks about every pair of nodes, each question
+// a search of the templates. Small plans are where a node more or less counts most.
+const mergeNodes = 64
+
+// merge moves every pod of a node onto another node of its zone when one type holds both nodes'
+// pods for no more than the two cost apart (two half-full nodes of different families make one),
+// cheapest nodes first. Only nodes whose pods may all move give their pods away (see movable),
+// each pod judged by its own Filter plugins on the receiving node; if one is refused, the
+// others go back. It returns how many pods moved.
+func (ps *planState) merge(nodes []*openNode, hostSelectors []labels.Selector, states []*class) int {
+	price := func(ti int) float64 { return ps.pl.Templates[ti].Offering.PricePerHour }
+	order := append([]*openNode(nil), nodes...)
+	sort.SliceStable(order, func(i, j int) bool { return price(ps.shrink(order[i])) < price(ps.shrink(order[j])) })
+	moved := 0
+	for _, src := range order {
+		if len(src.members) == 0 {
+			continue
+		}
+		all := true
+		for _, m := range src.members {
+			all = all && m.movable(hostSelectors)
+		}
+		if !all {
+			continue
+		}
+		apart := price(ps.shrink(src))
+		for _, dst := range nodes {
+			if dst == src || len(dst.members) == 0 || ps.zone(dst) != ps.zone(src) {
+				continue
+			}
+			used := append(vec(nil), dst.used...).add(src.used)
+			classes := map[*class]bool{}
+			for c := range dst.classes {
+				classes[c] = true
+			}
+			for c := range src.classes {
+				classes[c] = true
+			}
+			// At no more than the two cost apart: one node instead of two at the same price
+			// has room for the next merge (two c6g.xlarge holding a 2-cpu pod each make a
+			// c6g.2xlarge with room for a third).
+			h := ps.holdersOf(ps.pl.Templates[dst.template], used, classes, 1, apart+price(ps.shrink(dst))+1e-9)
+			if len(h) == 0 {
+				continue
+			}
+			// dst keeps its NodeInfo (the type it was opened with, whose allocatable the
+			// plugins see inflated); what it holds is checked against h[0] above.
+			members := append([]*member(nil), src.members...)
+			var done []*member
+			for _, m := range members {
+				if !ps.mayMove(m, src, dst) { // h[0] is one every class accepts (holdersOf)
+					break
+				}
+				ps.move(m, src, dst, states)
+				done = append(done, m)
+			}
+			if len(done) < len(members) {
+				for _, m := range done {
+					ps.move(m, dst, src, states)
+				}
+				continue
+			}
+			dst.capacity = ps.avail[h[0]]
+			dst.template = h[0]
+			moved += len(done)
+			break
+		}
+	}
 	return moved
 }
 

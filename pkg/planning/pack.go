@@ -37,10 +37,10 @@ type packGroup struct {
 // open the nodes, smaller ones fill the room they leave before anything new is bought, and
 // finish shrinks every node to the cheapest type that holds what it got. If the LP fails,
 // fillClass places the pods alone, as it does those of the other classes.
-func (ps *planState) packByLP(classes []*class) {
+func (ps *planState) packByLP(classes []*class) bool {
 	groups := ps.packGroups(classes)
 	if len(groups) == 0 {
-		return
+		return false
 	}
 	n := len(ps.dims.names)
 	var lpGroups []lowerbound.Group
@@ -60,7 +60,7 @@ func (ps *planState) packByLP(classes []*class) {
 	}
 	groups = kept
 	if len(groups) == 0 {
-		return
+		return false
 	}
 	types := make([]lowerbound.Type, len(ps.pl.Templates))
 	for ti, t := range ps.pl.Templates {
@@ -69,14 +69,17 @@ func (ps *planState) packByLP(classes []*class) {
 	sol, err := lowerbound.Solve(types, lpGroups)
 	if err != nil {
 		klog.FromContext(ps.ctx).Info("Packing LP failed; packing by cheapest type per pod", "groups", len(groups), "err", err)
-		return
+		return false
 	}
-	// quota[g][ti]: pods of group g the LP puts on nodes of template ti.
+	// quota[g][ti]: pods of group g the LP puts on nodes of template ti; bought[ti]: the nodes
+	// of ti it buys.
 	quota := make([]map[int]float64, len(groups))
 	for g := range quota {
 		quota[g] = map[int]float64{}
 	}
+	bought := map[int]float64{}
 	for _, pat := range sol.Patterns {
+		bought[pat.Type] += pat.Nodes
 		for g, share := range pat.Share {
 			quota[g][pat.Type] += pat.Nodes * share * float64(groups[g].count)
 		}
@@ -92,11 +95,21 @@ func (ps *planState) packByLP(classes []*class) {
 		}
 	}
 	sort.SliceStable(items, func(i, j int) bool { return size(items[i].m.pod.Requests) > size(items[j].m.pod.Requests) })
+	orders := map[*class][]int{}
 	for _, it := range items {
 		c := groups[it.g].class
 		n := ps.tightest(c, it.m)
 		if n == nil {
-			n = ps.openTemplate(c, it.m, mostQuota(quota[it.g]))
+			n = ps.openTemplate(c, it.m, mostQuota(quota[it.g], bought))
+		}
+		if n == nil {
+			// The LP bought less than half a node of each of the types it gave this pod's group
+			// (a whole node of a type it takes a sliver of can cost many times the sliver):
+			// cheapest per pod.
+			if orders[c] == nil {
+				orders[c] = ps.openOrder(c)
+			}
+			n = ps.open(c, it.m, orders[c])
 		}
 		if n == nil {
 			continue // fill finds it another node, or explains why none
@@ -106,6 +119,7 @@ func (ps *planState) packByLP(classes []*class) {
 			quota[it.g][n.template]--
 		}
 	}
+	return true
 }
 
 // tightFitTries bounds how many nodes that the pod fits by size the Filter plugins are asked
@@ -141,10 +155,14 @@ func (ps *planState) tightest(c *class, m *member) *openNode {
 }
 
 // mostQuota is the template with the most of a group's quota left (the lowest index on a tie,
-// which is the cheapest: templates are sorted by price), or -1 without any.
-func mostQuota(q map[int]float64) int {
+// which is the cheapest: templates are sorted by price) of which the LP bought at least half a
+// node, or -1 without any.
+func mostQuota(q, bought map[int]float64) int {
 	best, most := -1, math.Inf(-1)
 	for ti, v := range q {
+		if bought[ti] < 0.5 || v <= 0 {
+			continue
+		}
 		if v > most || v == most && ti < best {
 			best, most = ti, v
 		}

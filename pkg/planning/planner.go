@@ -21,8 +21,9 @@ type Plan struct {
 	// For LowerBound.
 	templates []*Template
 	classes   []classSummary
-	// moved counts compact's moves, for tests.
-	moved int
+	// moved counts compact's moves, for tests; lpPacked says whether packByLP placed pods.
+	moved    int
+	lpPacked bool
 }
 
 // PricePerHour is the plan's total.
@@ -76,8 +77,80 @@ const sweepLimit = 16
 // every pod placed so far) accepts it, else onto a new node of the class's cheapest-per-pod
 // template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
-	return pl.newPlanState(ctx, nil).run(pods)
+	plan := pl.newPlanState(ctx, nil).run(pods)
+	if len(pods) > portfolioPods {
+		return plan
+	}
+	ps := pl.newPlanState(ctx, nil)
+	ps.noLP = true
+	plan = cheaper(plan, ps.run(pods))
+	// A plan settles on types that look cheap per pod and may keep others from a better
+	// arrangement: plan again without the types it used, a few times.
+	excluded := map[string]bool{}
+	for round := 0; round < excludeRounds; round++ {
+		for _, n := range plan.Nodes {
+			excluded[n.Template.Type.Name] = true
+		}
+		var rest []*Template
+		for _, t := range pl.Templates {
+			if !excluded[t.Type.Name] {
+				rest = append(rest, t)
+			}
+		}
+		if len(rest) == 0 {
+			break
+		}
+		plan = cheaper(plan, (&Planner{Templates: rest, MaxAlternatives: pl.MaxAlternatives}).newPlanState(ctx, nil).run(pods))
+	}
+	return plan
 }
+
+// excludeRounds bounds how often Plan plans again without the types its best plan used.
+const excludeRounds = 2
+
+// cheaper is the cheaper of two plans of the same pods: a, unless b costs less, leaves no pod
+// unschedulable that a places, and keeps every pod in the pool weight a gives it. The plan returned keeps a's lower bound (the first plan's, over
+// every template: b may come from fewer), which then counts only pods both place.
+func cheaper(a, b *Plan) *Plan {
+	if b.PricePerHour() >= a.PricePerHour()-1e-9 {
+		return a
+	}
+	left := make(map[*corev1.Pod]bool, len(a.Unschedulable))
+	for _, u := range a.Unschedulable {
+		left[u.Pod] = true
+	}
+	for _, u := range b.Unschedulable {
+		if !left[u.Pod] {
+			return a
+		}
+	}
+	// b may come from fewer templates, where a pod's highest-weight pool can be another: it must
+	// not move a pod to another pool's weight than a gives it.
+	weight := map[*corev1.Pod]int32{}
+	for _, c := range a.classes {
+		if len(c.compatible) == 0 {
+			continue
+		}
+		for _, p := range c.pods {
+			weight[p.Pod] = a.templates[c.compatible[0]].Pool.Weight
+		}
+	}
+	for _, n := range b.Nodes {
+		for _, p := range n.Pods {
+			if w, ok := weight[p.Pod]; ok && w != n.Template.Pool.Weight {
+				return a
+			}
+		}
+	}
+	b.templates, b.classes = a.templates, a.classes
+	return b
+}
+
+// portfolioPods bounds the batches that are planned twice, with the LPs and without (cheapest
+// type per pod, counting whole pods), keeping the cheaper plan: the LP's fractional packing
+// sees a type that holds 1.97 pods as holding 1.97, and rounding to whole pods sometimes loses
+// to the cheapest type per pod on small batches.
+const portfolioPods = 2000
 
 func (ps *planState) run(pods []*Pod) *Plan {
 	plan := &Plan{templates: ps.pl.Templates}
@@ -101,14 +174,18 @@ func (ps *planState) run(pods []*Pod) *Plan {
 			}
 		}
 	}
-	ps.packByLP(classes)
+	if !ps.noLP {
+		plan.lpPacked = ps.packByLP(classes)
+	}
 	var rest []*class
 	for _, c := range classes {
 		if !c.lpPacked {
 			rest = append(rest, c)
 		}
 	}
-	ps.mix = ps.newMix(rest)
+	if !ps.noLP {
+		ps.mix = ps.newMix(rest)
+	}
 	for _, c := range classes {
 		if len(c.compatible) == 0 && ps.cluster == nil {
 			reason := ps.pl.explain(c.rep().Requests, c.reasons)
@@ -153,6 +230,8 @@ type planState struct {
 	// whose pods every class's state forgets.
 	cluster *Cluster
 	removed []*clusterNode
+	// noLP leaves both LPs out (packByLP and the mix): pods go to the cheapest type per pod.
+	noLP bool
 }
 
 type openNode struct {
@@ -575,25 +654,37 @@ func (ps *planState) finish(n *openNode) *PlannedNode {
 }
 
 // holders lists, cheapest first and at most max of them, the templates a planned node may shrink
-// to: of its pool, zone and capacity type, accepted by every one of its classes, holding its pods.
+// to: of its pool, zone and capacity type, accepted by every one of its classes, holding its
+// pods, and launchable together with the first (one image: the architecture may change from the
+// type the node was opened with, as every class accepts the new one).
 func (ps *planState) holders(n *openNode, max int) []int {
-	chosen := ps.pl.Templates[n.template]
+	return ps.holdersOf(ps.pl.Templates[n.template], n.used, n.classes, max, math.Inf(1))
+}
+
+// holdersOf is holders for pods using used of the classes, on a node opened as template opened,
+// among the templates cheaper than below.
+func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bool, max int, below float64) []int {
+	var first *Template
 	var out []int
 	for ti, t := range ps.pl.Templates { // templates are sorted by price
-		if len(out) == max {
+		if len(out) == max || t.Offering.PricePerHour >= below {
 			break
 		}
-		if !launchableTogether(t, chosen) || !fits(ps.avail[ti], nil, n.used) {
+		if t.Pool != opened.Pool || t.Offering.Zone != opened.Offering.Zone || t.Offering.CapacityType != opened.Offering.CapacityType ||
+			first != nil && !launchableTogether(t, first) || !fits(ps.avail[ti], nil, used) {
 			continue
 		}
 		ok := true
-		for c := range n.classes {
+		for c := range classes {
 			if !c.compatibleSet[ti] {
 				ok = false
 				break
 			}
 		}
 		if ok {
+			if first == nil {
+				first = t
+			}
 			out = append(out, ti)
 		}
 	}
