@@ -42,6 +42,11 @@ func (ps *planState) packByLP(classes []*class) bool {
 	if len(groups) == 0 {
 		return false
 	}
+	if !ps.noWhole && ps.packWhole(groups) {
+		if groups = ps.packGroups(classes); len(groups) == 0 {
+			return true
+		}
+	}
 	n := len(ps.dims.names)
 	var lpGroups []lowerbound.Group
 	kept := groups[:0]
@@ -120,6 +125,80 @@ func (ps *planState) packByLP(classes []*class) bool {
 		}
 	}
 	return true
+}
+
+// packWhole opens the nodes of the whole-pod configuration LP (lowerbound.Whole): node contents
+// in whole pods, each bought a fractional number of times, rounded to the nearest whole node.
+// Each node gets its content's pods, every one judged by its Filter plugins; what rounding or a
+// refusal leaves over, packByLP places after. It reports whether the LP gave a packing.
+func (ps *planState) packWhole(groups []*packGroup) bool {
+	n := len(ps.dims.names)
+	wg := make([]lowerbound.WholeGroup, len(groups))
+	for g, grp := range groups {
+		wg[g] = lowerbound.WholeGroup{Size: floats(grp.members[0].req, n), Count: len(grp.members), Types: holding(grp.class.compatible, ps.avail, grp.members[0].req)}
+	}
+	types := make([]lowerbound.Type, len(ps.pl.Templates))
+	for ti, t := range ps.pl.Templates {
+		types[ti] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(ps.avail[ti], n)}
+	}
+	sol, err := lowerbound.Whole(types, wg)
+	if err != nil {
+		klog.FromContext(ps.ctx).Info("Whole-pod packing LP failed", "groups", len(groups), "err", err)
+		return false
+	}
+	patterns := sol.Patterns
+	sort.SliceStable(patterns, func(i, j int) bool {
+		return ps.pl.Templates[patterns[i].Type].Offering.PricePerHour > ps.pl.Templates[patterns[j].Type].Offering.PricePerHour
+	})
+	for _, pat := range patterns {
+		nodes := int(math.Floor(pat.Nodes + 1e-6))
+		if pat.Nodes-float64(nodes) >= 0.5 {
+			nodes++
+		}
+		gs := make([]int, 0, len(pat.Share))
+		for g := range pat.Share {
+			gs = append(gs, g)
+		}
+		sort.Slice(gs, func(i, j int) bool { return groups[gs[i]].size > groups[gs[j]].size })
+		for k := 0; k < nodes; k++ {
+			var node *openNode
+			for _, g := range gs {
+				grp := groups[g]
+				want := int(math.Round(pat.Share[g] * float64(grp.count)))
+				for placed := 0; placed < want; {
+					m := grp.next()
+					if m == nil {
+						break
+					}
+					if node == nil {
+						if node = ps.openTemplate(grp.class, m, pat.Type); node == nil {
+							break
+						}
+					}
+					if !fits(node.capacity, node.used, m.req) || !node.accepts(grp.class) {
+						break
+					}
+					if ps.begin(grp.class); ps.filter(grp.class, node.info) != "" {
+						break
+					}
+					ps.place(grp.class, node, m)
+					placed++
+				}
+			}
+		}
+	}
+	return true
+}
+
+// next is the group's next pod without a node, nil when none is left.
+func (g *packGroup) next() *member {
+	for len(g.members) > 0 && g.members[0].placed {
+		g.members = g.members[1:]
+	}
+	if len(g.members) == 0 {
+		return nil
+	}
+	return g.members[0]
 }
 
 // tightFitTries bounds how many nodes that the pod fits by size the Filter plugins are asked

@@ -81,9 +81,14 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 	if len(pods) > portfolioPods {
 		return plan
 	}
-	ps := pl.newPlanState(ctx, nil)
-	ps.noLP = true
-	plan = cheaper(plan, ps.run(pods))
+	for _, variant := range []func(*planState){
+		func(ps *planState) { ps.noLP = true },
+		func(ps *planState) { ps.noWhole = true },
+	} {
+		ps := pl.newPlanState(ctx, nil)
+		variant(ps)
+		plan = cheaper(plan, ps.run(pods))
+	}
 	// A plan settles on types that look cheap per pod and may keep others from a better
 	// arrangement: plan again without the types it used, a few times.
 	excluded := map[string]bool{}
@@ -146,10 +151,11 @@ func cheaper(a, b *Plan) *Plan {
 	return b
 }
 
-// portfolioPods bounds the batches that are planned twice, with the LPs and without (cheapest
-// type per pod, counting whole pods), keeping the cheaper plan: the LP's fractional packing
-// sees a type that holds 1.97 pods as holding 1.97, and rounding to whole pods sometimes loses
-// to the cheapest type per pod on small batches.
+// portfolioPods bounds the batches that are planned several ways, keeping the cheapest plan:
+// with the LPs, without the whole-pod one, without either (cheapest type per pod, counting
+// whole pods), and without the types the best plan used. No one way wins every batch (rounding
+// an LP's packing to whole pods sometimes loses to the cheapest type per pod), and small
+// batches plan in milliseconds.
 const portfolioPods = 2000
 
 func (ps *planState) run(pods []*Pod) *Plan {
@@ -231,7 +237,8 @@ type planState struct {
 	cluster *Cluster
 	removed []*clusterNode
 	// noLP leaves both LPs out (packByLP and the mix): pods go to the cheapest type per pod.
-	noLP bool
+	// noWhole leaves packWhole out of packByLP.
+	noLP, noWhole bool
 }
 
 type openNode struct {
