@@ -67,11 +67,7 @@ func (ps *planState) packByLP(classes []*class) bool {
 	if len(groups) == 0 {
 		return false
 	}
-	types := make([]lowerbound.Type, len(ps.pl.Templates))
-	for ti, t := range ps.pl.Templates {
-		types[ti] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(ps.avail[ti], n)}
-	}
-	sol, err := lowerbound.Solve(types, lpGroups)
+	sol, err := lowerbound.Solve(ps.lpTypes(), lpGroups)
 	if err != nil {
 		klog.FromContext(ps.ctx).Info("Packing LP failed; packing by cheapest type per pod", "groups", len(groups), "err", err)
 		return false
@@ -137,11 +133,7 @@ func (ps *planState) packWhole(groups []*packGroup) bool {
 	for g, grp := range groups {
 		wg[g] = lowerbound.WholeGroup{Size: floats(grp.members[0].req, n), Count: len(grp.members), Types: holding(grp.class.compatible, ps.avail, grp.members[0].req)}
 	}
-	types := make([]lowerbound.Type, len(ps.pl.Templates))
-	for ti, t := range ps.pl.Templates {
-		types[ti] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(ps.avail[ti], n)}
-	}
-	sol, err := lowerbound.Whole(types, wg)
+	sol, err := lowerbound.Whole(ps.lpTypes(), wg)
 	if err != nil {
 		klog.FromContext(ps.ctx).Info("Whole-pod packing LP failed", "groups", len(groups), "err", err)
 		return false
@@ -188,6 +180,16 @@ func (ps *planState) packWhole(groups []*packGroup) bool {
 		}
 	}
 	return true
+}
+
+// lpTypes are the templates as the LPs see them: price and available room.
+func (ps *planState) lpTypes() []lowerbound.Type {
+	n := len(ps.dims.names)
+	types := make([]lowerbound.Type, len(ps.pl.Templates))
+	for ti, t := range ps.pl.Templates {
+		types[ti] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(ps.avail[ti], n)}
+	}
+	return types
 }
 
 // next is the group's next pod without a node, nil when none is left.
