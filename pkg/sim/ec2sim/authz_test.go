@@ -68,7 +68,7 @@ func TestAuthorizationLog(t *testing.T) {
 	ltID := aws.ToString(lt.LaunchTemplate.LaunchTemplateId)
 	claimTags := append(slices.Clone(owned), tags("tailor.dev/claim", "x")...)
 	fleet, err := client.CreateFleet(ctx(t), &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
+		Type:                        ec2types.FleetTypeInstant,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeSpot},
 		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: aws.String(ltID), Version: aws.String("1")},
