@@ -712,6 +712,16 @@ type LaunchTemplate struct {
 	Data url.Values
 }
 
+// BackdateLaunchTemplates moves the creation time of every existing launch template back by d:
+// tests use it to stand for templates made long ago without waiting.
+func (s *Sim) BackdateLaunchTemplates(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, lt := range s.templates {
+		lt.created = lt.created.Add(-d)
+	}
+}
+
 // LaunchTemplates returns the existing launch templates in creation order.
 func (s *Sim) LaunchTemplates() []LaunchTemplate {
 	s.mu.Lock()
