@@ -9,6 +9,8 @@ NODEADM   := $(BIN)/nodeadm
 NODEADM_VERSION := v0.0.0-20240229193347-cfab22a10647
 HELM      := $(BIN)/helm
 HELM_VERSION := v3.21.4
+# The IAM policy simulator (npm, test only): pkg/sim/iamcheck runs hack/iam-simulate with node.
+IAMSIM    := hack/iam-simulate/node_modules/.package-lock.json
 CHART     := manifests/charts/tailor
 IMAGE     ?= tailor-scheduler:dev
 CODEGEN_VERSION := v0.34.5
@@ -24,8 +26,9 @@ build:
 	$(GO) build -o $(BIN)/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o $(BIN)/tailor-sandbox ./cmd/sandbox
 
-## tools: kwok (the kubelet stand-in), nodeadm (the AL2023 bootstrap) and helm built from their Go modules into ./bin
-tools: $(KWOK) $(NODEADM) $(HELM)
+## tools: kwok (the kubelet stand-in), nodeadm (the AL2023 bootstrap) and helm built from their Go modules into ./bin,
+## and the IAM policy simulator's npm packages (needs Node.js 20) for the policy tests
+tools: $(KWOK) $(NODEADM) $(HELM) $(IAMSIM)
 
 $(KWOK):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
@@ -35,6 +38,11 @@ $(NODEADM):
 
 $(HELM):
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# npm ci writes node_modules/.package-lock.json last: it stands for a finished install, redone
+# when the lock file changes.
+$(IAMSIM): hack/iam-simulate/package-lock.json hack/iam-simulate/package.json
+	npm ci --prefix hack/iam-simulate --no-audit --no-fund
 
 ## manifests: copy the CRDs into the chart and render manifests/deploy/tailor.yaml from it
 ## (manifests/chart_test.go fails until both are current)
@@ -51,8 +59,8 @@ image:
 test: lint tools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-## unit: tests that need no control plane (manifests/ runs helm)
-unit: $(HELM)
+## unit: tests that need no control plane (manifests/ runs helm, pkg/sim/iamcheck the IAM simulator)
+unit: $(HELM) $(IAMSIM)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/integration)
 
 ## integration: only the control-plane tests
@@ -81,4 +89,4 @@ codegen:
 	BIN=$(BIN) hack/update-codegen.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) hack/iam-simulate/node_modules

@@ -4,6 +4,8 @@
 // manifests/deploy/tailor.yaml is rendered from the Helm chart in charts/tailor with the example
 // values of deploy/values.yaml (`make manifests`; chart_test.go checks it is current), and the
 // KubeSchedulerConfiguration in its ConfigMap is the example scheduler configuration.
+//
+// iam/controller-policy.json is the controller's IAM policy for Terraform's templatefile.
 package manifests
 
 import (
@@ -29,6 +31,13 @@ var examples embed.FS
 
 //go:embed deploy/tailor.yaml
 var deployYAML []byte
+
+// ControllerPolicy is the controller's IAM policy, a Terraform templatefile template with the
+// placeholders ${partition}, ${region}, ${account_id}, ${cluster_name}, ${node_role_arn} and
+// ${queue_arn} (pkg/sim/iamcheck renders it and proves it against the simulator's calls).
+//
+//go:embed iam/controller-policy.json
+var ControllerPolicy string
 
 // SchedulerConfigKey is the key of the scheduler configuration in the chart's ConfigMap.
 const SchedulerConfigKey = "scheduler-config.yaml"

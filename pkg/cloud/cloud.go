@@ -86,6 +86,19 @@ type LaunchRequest struct {
 	NodeTaints []Taint
 	// Tags go on the instance, its volumes and the fleet request.
 	Tags map[string]string
+	// TemplateTags go on the launch templates the launch uses and, through them, on the
+	// instance's network interfaces (and its spot request): they must be the same for every
+	// launch of a pool, never per claim, or every claim gets a template of its own. The provider
+	// adds its cluster ownership tags to them.
+	TemplateTags map[string]string
+}
+
+// LaunchTemplate is a launch template the provider created for this cluster.
+type LaunchTemplate struct {
+	ID      string
+	Name    string
+	Created time.Time
+	Tags    map[string]string
 }
 
 // Taint is a node taint in kubelet flag form.
@@ -162,4 +175,9 @@ type Provider interface {
 	Instances(ctx context.Context, tags map[string]string) ([]Instance, error)
 	// Terminate terminates the instances; already terminated or unknown IDs are not an error.
 	Terminate(ctx context.Context, ids ...string) error
+	// LaunchTemplates lists the launch templates the provider created for this cluster that carry
+	// all of the given tags (a "*" value matches any value of the key).
+	LaunchTemplates(ctx context.Context, tags map[string]string) ([]LaunchTemplate, error)
+	// DeleteLaunchTemplate deletes one of them; an unknown ID is not an error.
+	DeleteLaunchTemplate(ctx context.Context, id string) error
 }

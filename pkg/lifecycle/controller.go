@@ -1,7 +1,8 @@
 // Package lifecycle carries claims from launch to registered node and cleans up after failures:
 // it matches registering Nodes to their claims (by providerID), applies the labels and taints
 // the plan promised, times out instances that never register, resumes launches interrupted by a
-// restart, and terminates tagged instances whose claim is gone.
+// restart, terminates tagged instances whose claim is gone, and deletes launch templates no
+// pool or claim uses.
 package lifecycle
 
 import (
@@ -63,6 +64,13 @@ type Controller struct {
 	Observed    *catalog.Observed
 	SweepPeriod time.Duration
 	OrphanGrace time.Duration
+	// TemplateGCPeriod and TemplateGrace pace the deletion of unused launch templates
+	// (defaults DefaultTemplateGCPeriod and DefaultTemplateGrace).
+	TemplateGCPeriod time.Duration
+	TemplateGrace    time.Duration
+	// lastTemplateGC is when the sweep last listed launch templates; zero makes the next sweep
+	// list them. Only the sweep goroutine uses it.
+	lastTemplateGC time.Time
 
 	// Run may run again after the lease is lost and won back: handlers are registered once and
 	// reach the current queue through enqueue.
@@ -91,6 +99,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.OrphanGrace == 0 {
 		c.OrphanGrace = DefaultOrphanGrace
 	}
+	if c.TemplateGCPeriod == 0 {
+		c.TemplateGCPeriod = DefaultTemplateGCPeriod
+	}
+	if c.TemplateGrace == 0 {
+		c.TemplateGrace = DefaultTemplateGrace
+	}
+	c.lastTemplateGC = time.Time{}
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-registration"})
 	c.mu.Lock()
@@ -272,7 +287,8 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	return nil
 }
 
-// sweep times out claims, resumes stuck launches, deletes finished claims and collects orphans.
+// sweep times out claims, resumes stuck launches, deletes finished claims, collects orphans and
+// deletes launch templates nothing uses.
 func (c *Controller) sweep(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	cls := c.Claims.List()
@@ -363,6 +379,7 @@ func (c *Controller) sweep(ctx context.Context) {
 			logger.Error(err, "Cannot terminate orphan", "instance", in.ID)
 		}
 	}
+	c.collectTemplates(ctx, now, cls)
 }
 
 // remove terminates a claim's instance, deletes the claim and, if replan, asks the scheduler to

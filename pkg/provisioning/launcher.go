@@ -373,6 +373,7 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		NodeLabels:       NodeLabels(pool, c.Spec.CapacityType),
 		NodeTaints:       registrationTaints(pool),
 		Tags:             Tags(l.Args.ClusterName, pool.Name, c.Name),
+		TemplateTags:     TemplateTags(pool),
 	})
 	if err != nil {
 		return nil, 0, nil, err
@@ -467,6 +468,13 @@ func Tags(cluster, pool, claim string) map[string]string {
 		v1alpha1.TagClaim:                   claim,
 		"Name":                              claim,
 	}
+}
+
+// TemplateTags go on a pool's launch templates (the provider adds the cluster's): the pool and
+// its launch fingerprint, by which the lifecycle controller finds the templates no pool or
+// claim uses any more.
+func TemplateTags(pool *config.Pool) map[string]string {
+	return map[string]string{v1alpha1.TagPool: pool.Name, v1alpha1.TagPoolHash: pool.LaunchHash()}
 }
 
 // NodeLabels are the labels a pool's node registers with (besides those the kubelet and cloud

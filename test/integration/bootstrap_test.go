@@ -59,8 +59,11 @@ func TestUserDataWithoutEndpointNeverRegisters(t *testing.T) {
 		InstanceProfile:  "tailor-node",
 		SecurityGroupIDs: []string{world.Sim.ClusterSecurityGroupID()},
 		NodeLabels:       map[string]string{"team": "a"},
-		// No tailor.dev/claim tag: Tailor does not own it and leaves it alone.
-		Tags: map[string]string{v1alpha1.TagClusterPrefix + clusterName: v1alpha1.TagOwnedValue},
+		// No tailor.dev/claim tag: Tailor does not own it and leaves it alone. The pool tag
+		// Tailor always sends: the controller IAM policy allows launches only with it (the suite
+		// checks every call signed as Tailor against the policy).
+		Tags:         map[string]string{v1alpha1.TagClusterPrefix + clusterName: v1alpha1.TagOwnedValue, v1alpha1.TagPool: "general"},
+		TemplateTags: map[string]string{v1alpha1.TagPool: "general"},
 	})
 	if err != nil || res.Instance == nil {
 		t.Fatalf("launch: %+v %v", res, err)

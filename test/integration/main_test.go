@@ -22,6 +22,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/plugins"
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
+	"github.com/tailor-eks/tailor/pkg/sim/iamcheck"
 )
 
 const clusterName = "it"
@@ -87,10 +88,38 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
+	// Stop the scheduler first: every call it makes is in the log before the check reads it.
+	stopScheduler()
+	stopScheduler = func() {}
+	if err := checkIAMPolicy(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
 	fmt.Printf("%d instances bootstrapped from the user data Tailor sent (nodeadm check and rules); %d refused as a test expected\n",
 		world.Agent.Bootstrapped(), len(world.Agent.Rejected()))
 	return code
 }
+
+// checkIAMPolicy proves the controller IAM policy on everything Tailor did in the suite: the
+// simulator logged the authorization every call signed with Tailor's key needed (the harness
+// signs with its own), and the IAM policy simulator must allow each one, while every action the
+// policy allows must have been needed (see pkg/sim/iamcheck for what this does not prove).
+func checkIAMPolicy() error {
+	c, err := iamcheck.New(iamcheck.TestValues(clusterName, nodeRole))
+	if err != nil {
+		return err
+	}
+	log := iamcheck.Of(world.Sim.AuthorizationLog(), env.TailorAccessKeyID)
+	if err := c.Verify(log); err != nil {
+		return err
+	}
+	fmt.Printf("controller IAM policy: the simulator allowed all %d distinct authorization requests Tailor's calls needed, and every action it allows was needed\n", len(log))
+	return nil
+}
+
+// nodeRole is the role behind the pools' instance profile tailor-node: the simulator's default,
+// a role of the profile's name.
+const nodeRole = "tailor-node"
 
 // setupScheduler builds Tailor's scheduler from a config file the way the binary does.
 func setupScheduler(ctx context.Context, configPath string) (func(), error) {

@@ -66,4 +66,8 @@ const (
 	TagPool          = LabelPool
 	TagClaim         = LabelClaim
 	TagOwnedValue    = "owned"
+	// TagPoolHash on a launch template is the launch fingerprint (config.Pool.LaunchHash) of the
+	// pool it was made for: once neither the pool nor any claim has that fingerprint, the
+	// template is deleted.
+	TagPoolHash = AnnotationPoolHash
 )

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,11 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	if err != nil {
 		return nil, err
 	}
+	// Every resource the launch creates carries the cluster's ownership tags from its creation:
+	// the controller's IAM policy allows the create calls only with them, and terminations and
+	// deletions only of resources that have them.
+	templateTags := p.ownedTags(req.TemplateTags)
+	resourceTags := p.ownedTags(req.TemplateTags, req.Tags)
 	// One launch template per pod limit: the kubelet's maxPods is in the user data, and a node
 	// must register with its own type's limit, which the planner counted on.
 	var tmpls []templateSpec
@@ -82,6 +88,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 			tmpls = append(tmpls, templateSpec{
 				family: family, imageID: imageID, profile: req.InstanceProfile,
 				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
+				capacityType: req.CapacityType, tags: templateTags,
 			})
 		}
 		overrideGroup[i] = g
@@ -98,19 +105,15 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 			TotalTargetCapacity:       aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
 		},
-		TagSpecifications: fleetTags(req.Tags),
+		TagSpecifications: fleetTags(resourceTags),
 	}
 	if req.CapacityType == cloud.Spot {
 		input.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: spotStrategy}
 	} else {
 		input.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: onDemandStrategy}
 	}
+	// createFleet fills in each config's template (ID and version) once it exists.
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, len(tmpls))
-	for g, t := range tmpls {
-		configs[g].LaunchTemplateSpecification = &ec2types.FleetLaunchTemplateSpecificationRequest{
-			LaunchTemplateName: aws.String(p.templateName(t)), Version: aws.String("$Latest"),
-		}
-	}
 	for i, o := range req.Overrides {
 		g := overrideGroup[i]
 		configs[g].Overrides = append(configs[g].Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
@@ -145,7 +148,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		fallback := cloud.Instance{
 			ID: fi.InstanceIds[0], Type: string(fi.InstanceType), ImageID: imageID,
 			State: cloud.StatePending, CapacityType: req.CapacityType, LaunchTime: p.opts.Now(),
-			Tags: maps.Clone(req.Tags),
+			Tags: maps.Clone(resourceTags),
 		}
 		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
 			fallback.SubnetID = aws.ToString(lo.Overrides.SubnetId)
@@ -173,28 +176,64 @@ func clientToken(t string) *string {
 	return aws.String(hex.EncodeToString(sum[:]))
 }
 
-func fleetTags(tags map[string]string) []ec2types.TagSpecification {
-	if len(tags) == 0 {
-		return nil
+// ownedTags merges tag sets (later ones win) under the cluster's ownership tags, which always
+// win: kubernetes.io/cluster/<cluster>=owned and eks:eks-cluster-name=<cluster>.
+func (p *Provider) ownedTags(sets ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, s := range sets {
+		maps.Copy(out, s)
 	}
+	out[tagClusterPrefix+p.opts.ClusterName] = tagOwnedValue
+	out[tagEKSCluster] = p.opts.ClusterName
+	return out
+}
+
+func tagList(tags map[string]string) []ec2types.Tag {
 	var list []ec2types.Tag
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		list = append(list, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
 	}
+	return list
+}
+
+// fleetTags tags what CreateFleet itself creates: the fleet, the instance and its volumes (the
+// resource types an instant fleet's TagSpecifications take). The network interfaces and the
+// spot request are tagged by the launch template (templateTags).
+func fleetTags(tags map[string]string) []ec2types.TagSpecification {
 	var out []ec2types.TagSpecification
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
-		out = append(out, ec2types.TagSpecification{ResourceType: rt, Tags: slices.Clone(list)})
+		out = append(out, ec2types.TagSpecification{ResourceType: rt, Tags: tagList(tags)})
 	}
 	return out
 }
 
-// createFleet ensures the launch templates and calls CreateFleet; when EC2 no longer knows a
-// template (deleted behind the cache), it creates them again and retries once.
+// templateTagSpecs tags what a launch from the template creates, instance, volumes, network
+// interfaces and, for spot, the spot request; CreateFleet's own tags add to them.
+func templateTagSpecs(t templateSpec) []ec2types.LaunchTemplateTagSpecificationRequest {
+	types := []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface}
+	if t.capacityType == cloud.Spot {
+		types = append(types, ec2types.ResourceTypeSpotInstancesRequest)
+	}
+	var out []ec2types.LaunchTemplateTagSpecificationRequest
+	for _, rt := range types {
+		out = append(out, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: rt, Tags: tagList(t.tags)})
+	}
+	return out
+}
+
+// createFleet ensures the launch templates, points the configs at them (by ID and explicit
+// version, never $Latest: a template changed behind Tailor's back must not change what it
+// launches) and calls CreateFleet; when EC2 no longer knows a template (deleted behind the
+// cache), it creates them again and retries once.
 func (p *Provider) createFleet(ctx context.Context, tmpls []templateSpec, input *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
 	for attempt := 0; ; attempt++ {
-		for _, t := range tmpls {
-			if err := p.ensureTemplate(ctx, t); err != nil {
+		for g, t := range tmpls {
+			ref, err := p.ensureTemplate(ctx, t)
+			if err != nil {
 				return nil, err
+			}
+			input.LaunchTemplateConfigs[g].LaunchTemplateSpecification = &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateId: aws.String(ref.id), Version: aws.String(strconv.FormatInt(ref.version, 10)),
 			}
 		}
 		out, err := p.ec2.CreateFleet(ctx, input)
@@ -280,38 +319,57 @@ type templateSpec struct {
 	profile        string
 	securityGroups []string
 	userData       string
+	// capacityType decides whether the template tags a spot request.
+	capacityType cloud.CapacityType
+	// tags go on the template and on what launches from it create (ownership tags included).
+	tags map[string]string
+}
+
+// templateRef is a launch template that exists: its ID and the version to launch.
+type templateRef struct {
+	id      string
+	version int64
 }
 
 // templateName is tailor-<cluster>-<16 hex digits of a hash of the template's content>.
 func (p *Provider) templateName(t templateSpec) string {
 	h := sha256.New()
-	for _, s := range []string{p.opts.ClusterName, t.family, t.imageID, t.profile, strings.Join(t.securityGroups, ","), t.userData} {
+	parts := []string{p.opts.ClusterName, t.family, t.imageID, t.profile, strings.Join(t.securityGroups, ","), t.userData, string(t.capacityType)}
+	for _, k := range slices.Sorted(maps.Keys(t.tags)) {
+		parts = append(parts, k+"="+t.tags[k])
+	}
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return fmt.Sprintf("tailor-%s-%s", p.opts.ClusterName, hex.EncodeToString(h.Sum(nil))[:16])
 }
 
-// ensureTemplate creates the launch template unless this Provider already knows it exists.
-// Its name is a hash of its content, so an existing template of that name is the same one.
-func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) error {
+// ensureTemplate creates the launch template unless this Provider already knows it exists, and
+// returns its ID and version. Its name is a hash of its content, so an existing template of
+// that name is the same one: its latest version is the one to launch.
+func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (templateRef, error) {
 	name := p.templateName(t)
 	p.mu.Lock()
-	_, known := p.templates[name]
+	ref, known := p.templates[name]
 	p.mu.Unlock()
 	if known {
-		return nil
+		return ref, nil
 	}
 	data := &ec2types.RequestLaunchTemplateData{
 		ImageId:          aws.String(t.imageID),
 		SecurityGroupIds: t.securityGroups,
 		UserData:         aws.String(base64.StdEncoding.EncodeToString([]byte(t.userData))),
+		// IMDSv2 only, one hop (pods cannot reach it through the node), and no instance tags in
+		// the metadata: the tags are Tailor's bookkeeping, not the workload's business.
 		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensStateRequired,
 			HttpPutResponseHopLimit: aws.Int32(1),
+			InstanceMetadataTags:    ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
 		},
 		BlockDeviceMappings: blockDevices(t.family),
+		TagSpecifications:   templateTagSpecs(t),
 	}
 	if t.profile != "" {
 		if strings.HasPrefix(t.profile, "arn:") {
@@ -323,26 +381,32 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) error {
 	out, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),
 		LaunchTemplateData: data,
-		TagSpecifications: []ec2types.TagSpecification{{
-			ResourceType: ec2types.ResourceTypeLaunchTemplate,
-			Tags: []ec2types.Tag{
-				{Key: aws.String(tagClusterPrefix + p.opts.ClusterName), Value: aws.String(tagOwnedValue)},
-				{Key: aws.String(tagEKSCluster), Value: aws.String(p.opts.ClusterName)},
-			},
-		}},
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tagList(t.tags)}},
 	})
-	id := ""
+	var lt *ec2types.LaunchTemplate
 	switch {
 	case err == nil:
-		id = aws.ToString(out.LaunchTemplate.LaunchTemplateId)
+		lt = out.LaunchTemplate
 	case apiErrorCode(err) == "InvalidLaunchTemplateName.AlreadyExistsException":
+		// Made by an earlier run (or a concurrent launch): its ID and version are EC2's to tell.
+		desc, derr := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+		if derr != nil {
+			return templateRef{}, fmt.Errorf("ec2: describing existing launch template %s: %w", name, derr)
+		}
+		if len(desc.LaunchTemplates) == 1 {
+			lt = &desc.LaunchTemplates[0]
+		}
 	default:
-		return fmt.Errorf("ec2: creating launch template %s: %w", name, err)
+		return templateRef{}, fmt.Errorf("ec2: creating launch template %s: %w", name, err)
 	}
+	if lt == nil || aws.ToString(lt.LaunchTemplateId) == "" || aws.ToInt64(lt.LatestVersionNumber) < 1 {
+		return templateRef{}, fmt.Errorf("ec2: launch template %s: EC2 reported no ID or version", name)
+	}
+	ref = templateRef{id: aws.ToString(lt.LaunchTemplateId), version: aws.ToInt64(lt.LatestVersionNumber)}
 	p.mu.Lock()
-	p.templates[name] = id
+	p.templates[name] = ref
 	p.mu.Unlock()
-	return nil
+	return ref, nil
 }
 
 // blockDevices are the root (and Bottlerocket data) volumes of the alias families.

@@ -23,9 +23,18 @@
 // tried again after a shorter wait. An offering exists only where its price is known.
 //
 // Launch creates (once, then caches) a launch template per distinct image, instance profile,
-// security groups and user data, named tailor-<cluster>-<hash>, and launches with one
-// CreateFleet of Type instant. Because node labels and taints are part of the user data, every
-// distinct label/taint set gets its own template: keep per-node values out of NodeLabels.
+// security groups, user data, capacity type and template tags, named tailor-<cluster>-<hash>,
+// and launches with one CreateFleet of Type instant naming each template's ID and explicit
+// version. Because node labels and taints are part of the user data, every distinct label/taint
+// set gets its own template: keep per-node values out of NodeLabels.
+//
+// Everything a launch creates is tagged at creation with kubernetes.io/cluster/<cluster>=owned
+// and eks:eks-cluster-name=<cluster> (besides the request's tags): the template itself, and
+// through CreateFleet and the template's own TagSpecifications the fleet, the instance, its
+// volumes, its network interfaces and, for spot, its spot request. The controller IAM policy
+// (manifests/iam/controller-policy.json) relies on it: it allows the create calls only with
+// those tags and terminations and template deletions only of resources that carry them.
+// LaunchTemplates and DeleteLaunchTemplate let the caller delete templates no pool uses.
 package ec2
 
 import (
@@ -114,7 +123,7 @@ type Provider struct {
 	catalog   []cloud.InstanceType // assembled from the parts
 	byName    map[string]*cloud.InstanceType
 	images    map[string]cachedImage // SSM parameter → AMI
-	templates map[string]string      // launch template name → ID
+	templates map[string]templateRef // launch template name → ID and version
 	zones     map[string]string      // subnet ID → zone
 }
 
@@ -184,7 +193,7 @@ func NewFromConfig(cfg aws.Config, opts Options) (*Provider, error) {
 		ec2:       ec2.NewFromConfig(cfg, withPlainBodiesEC2),
 		ssm:       ssm.NewFromConfig(cfg, withPlainBodiesSSM),
 		images:    map[string]cachedImage{},
-		templates: map[string]string{},
+		templates: map[string]templateRef{},
 		zones:     map[string]string{},
 	}
 	p.pricing = pricing.NewFromConfig(cfg, withPlainBodiesPricing, func(o *pricing.Options) { o.Region = pricingRegion(cfg.Region) })

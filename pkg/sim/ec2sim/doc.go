@@ -118,12 +118,29 @@
 // makes them shutting-down for Options.ShuttingDownFor, then terminated. A terminated instance
 // loses its private IP, DNS name and subnet and stays visible to DescribeInstances for
 // Options.TerminatedVisibleFor (default one hour, as EC2 documents "about an hour"), then it is
-// gone (and its ID answers InvalidInstanceID.NotFound).
+// gone (and its ID answers InvalidInstanceID.NotFound). CreateFleet's TagSpecifications take
+// the fleet, instance and volume resource types (an instant fleet's); network interfaces and spot
+// requests are tagged through the launch template's.
+//
+// # Authorization
+//
+// The simulator evaluates no IAM policy, but it logs what IAM would be asked for every call it
+// answers (AuthorizationLog): the signer's access key ID, the action, the resources with the
+// tags the call creates them with and the tags they have, and context keys. CreateFleet logs
+// ec2:CreateFleet on the fleet, instance, volumes, launch template, subnet and image;
+// ec2:RunInstances, which EC2 authorizes on the caller's behalf for each instance an instant
+// fleet launches, on those plus the network interface, security groups, the image's snapshot
+// and the spot request; ec2:CreateTags with ec2:CreateAction for what it tags on creation; and
+// iam:PassRole of the instance profile's role (SetInstanceProfileRole; by default the role of the
+// profile's name). TerminateInstances and DeleteLaunchTemplate log their targets' tags. Requests
+// that differ only in resource IDs are logged once. pkg/sim/iamcheck evaluates the log against
+// the controller's policy.
 //
 // # Tests and fault injection
 //
-// Sim has in-process helpers: Instances, Calls, Requests, FleetRequests, LaunchTemplates,
-// Subnets, ClusterSecurityGroupID, SSMParameter, Offered, OnDemandPrice, SpotPrice.
+// Sim has in-process helpers: Instances, Calls, Requests, AuthorizationLog, FleetRequests,
+// LaunchTemplates, BackdateLaunchTemplates, Subnets, ClusterSecurityGroupID, SSMParameter,
+// Offered, OnDemandPrice, SpotPrice.
 // InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
 // (GetParameter, GetProducts) alike; SetCapacity limits how many instances an offering can still
 // launch, after which CreateFleet reports InsufficientInstanceCapacity for it; SetOnDemandPrice

@@ -68,6 +68,7 @@ func (s *Sim) serveEKS(w http.ResponseWriter, r *http.Request, begin time.Time) 
 		return
 	}
 	s.mu.Lock()
+	s.authorizeAs(principalOf(r), "eks:DescribeCluster", []AuthorizedResource{{Type: "cluster", ID: name, Tags: map[string]string{}}}, nil)
 	own, info, region, account := name == s.opts.ClusterName, s.cluster, s.opts.Region, s.opts.AccountID
 	reqID := s.newRequestID()
 	s.mu.Unlock()

@@ -88,7 +88,9 @@ func (s *Sim) createFleet(q query) (any, error) {
 	if spotStrategy != "" && !slices.Contains(spotStrategies, spotStrategy) {
 		return nil, invalidValue("SpotOptions.AllocationStrategy", spotStrategy)
 	}
-	tagSpecs, err := q.tagSpecs("TagSpecification", "instance", "volume", "fleet", "network-interface", "spot-instances-request")
+	// An instant fleet tags the fleet, its instances and their volumes; network interfaces and
+	// spot requests are tagged by the launch template.
+	tagSpecs, err := q.tagSpecs("TagSpecification", "instance", "volume", "fleet")
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +202,18 @@ func (s *Sim) createFleet(q query) (any, error) {
 		s.useCapacity(capacityKey{pick.instanceType, pick.sn.zone, capType})
 		in := s.launch(pick, capType, fleetID, token, reservations[pick.idx], requestTags)
 		launched[pick.idx] = append(launched[pick.idx], in.id)
+		s.launchAuthorizations(pick, in, fleetID, tagSpecs)
+	}
+	if len(launched) == 0 {
+		// Nothing launched: the request was still authorized on what it names and creates.
+		resources := []AuthorizedResource{{Type: "fleet", ID: fleetID, RequestTags: tagsOrEmpty(tagSpecs["fleet"])}}
+		for _, c := range cands {
+			resources = append(resources,
+				AuthorizedResource{Type: "launch-template", ID: c.lt.id, Tags: c.lt.tags},
+				AuthorizedResource{Type: "subnet", ID: c.sn.id, Tags: c.sn.tags},
+				AuthorizedResource{Type: "image", ID: c.imageID, Tags: s.imageByID[c.imageID].tags})
+		}
+		s.authorize("ec2:CreateFleet", resources, nil)
 	}
 
 	out := &ec2.CreateFleetOutput{FleetId: aws.String(fleetID), Errors: fleetErrors}
@@ -402,6 +416,13 @@ func (s *Sim) launch(c *fleetCandidate, capType cloud.CapacityType, fleetID, tok
 	s.instances = append(s.instances, in)
 	s.instanceByID[in.id] = in
 	return in
+}
+
+func tagsOrEmpty(t map[string]string) map[string]string {
+	if t == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(t)
 }
 
 // canonicalParams is a stable digest of a request's parameters for idempotency checks.

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,9 @@ func (s *Sim) terminateInstances(q query) (any, error) {
 	now := s.clock.Now()
 	out := &ec2.TerminateInstancesOutput{}
 	for _, in := range targets {
+		s.authorize("ec2:TerminateInstances", []AuthorizedResource{{Type: "instance", ID: in.id, Tags: in.tags}}, nil)
+	}
+	for _, in := range targets {
 		prev := in.state(now, s.opts)
 		if in.terminating.IsZero() {
 			in.terminating = now
@@ -188,43 +192,48 @@ func (s *Sim) createTags(q query) (any, error) {
 		return nil, missing("Tag")
 	}
 	var targets []map[string]string
+	var resources []AuthorizedResource
 	for _, id := range ids {
 		prefix, _, _ := strings.Cut(id, "-")
+		var rt string
 		switch prefix {
 		case "i":
 			ins, err := s.checkInstanceIDs([]string{id})
 			if err != nil {
 				return nil, err
 			}
-			targets = append(targets, ins[0].tags)
+			targets, rt = append(targets, ins[0].tags), "instance"
 		case "subnet":
 			sn, ok := s.subnetByID[id]
 			if !ok {
 				return nil, errf("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 			}
-			targets = append(targets, sn.tags)
+			targets, rt = append(targets, sn.tags), "subnet"
 		case "sg":
 			g := s.groupByID(id)
 			if g == nil {
 				return nil, errf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 			}
-			targets = append(targets, g.tags)
+			targets, rt = append(targets, g.tags), "security-group"
 		case "lt":
 			lt, err := s.findTemplate(id, "")
 			if err != nil {
 				return nil, err
 			}
-			targets = append(targets, lt.tags)
+			targets, rt = append(targets, lt.tags), "launch-template"
 		case "ami":
 			im, ok := s.imageByID[id]
 			if !ok {
 				return nil, errf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
 			}
-			targets = append(targets, im.tags)
+			targets, rt = append(targets, im.tags), "image"
 		default:
 			return nil, errf("InvalidID", "The ID '%s' is not valid", id)
 		}
+		resources = append(resources, AuthorizedResource{Type: rt, ID: id, RequestTags: maps.Clone(tags), Tags: maps.Clone(targets[len(targets)-1])})
 	}
+	// Tagging a resource that exists: no ec2:CreateAction.
+	s.authorize("ec2:CreateTags", resources, nil)
 	for _, t := range targets {
 		for k, v := range tags {
 			t[k] = v

@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"encoding/base64"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -84,7 +85,7 @@ func (s *Sim) createLaunchTemplate(q query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	lt.instanceTags = specs["instance"]
+	lt.instanceTags, lt.launchTags = specs["instance"], specs
 	own, err := q.tagSpecs("TagSpecification", "launch-template")
 	if err != nil {
 		return nil, err
@@ -94,6 +95,11 @@ func (s *Sim) createLaunchTemplate(q query) (any, error) {
 		lt.tags = map[string]string{}
 	}
 	lt.id = s.newID("lt")
+	s.authorize("ec2:CreateLaunchTemplate", []AuthorizedResource{{Type: "launch-template", ID: lt.id, RequestTags: maps.Clone(lt.tags)}}, nil)
+	if len(lt.tags) > 0 {
+		s.authorize("ec2:CreateTags", []AuthorizedResource{{Type: "launch-template", ID: lt.id, RequestTags: maps.Clone(lt.tags)}},
+			map[string]string{"ec2:CreateAction": "CreateLaunchTemplate"})
+	}
 	s.templates = append(s.templates, lt)
 	if lt.clientToken != "" {
 		s.ltTokens[lt.clientToken] = lt
@@ -216,6 +222,7 @@ func (s *Sim) deleteLaunchTemplate(q query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.authorize("ec2:DeleteLaunchTemplate", []AuthorizedResource{{Type: "launch-template", ID: lt.id, Tags: lt.tags}}, nil)
 	s.templates = slices.DeleteFunc(s.templates, func(x *launchTemplate) bool { return x == lt })
 	out := lt.sdk(s.opts.AccountID)
 	out.Tags = nil

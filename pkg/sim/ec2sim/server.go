@@ -119,7 +119,11 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.sweep()
+	s.caller = principalOf(r)
 	out, err := h(s, query{v: r.Form})
+	if !slices.Contains(resourceActions, action) {
+		s.authorize("ec2:"+action, nil, nil)
+	}
 	reqID := s.newRequestID()
 	s.mu.Unlock()
 	if fault != nil && fault.AfterEffect && fault.delayAndFail(r, writeErr) {

@@ -171,8 +171,13 @@ type Sim struct {
 	fleetsCreated int
 	calls         map[string]int
 	requests      map[string][]url.Values
-	faults        []*faultState
-	capacity      map[capacityKey]int
+	// caller is the principal of the EC2 request being handled (handlers run under mu).
+	caller       string
+	authz        []AuthorizationRequest
+	authzSeen    map[string]struct{}
+	profileRoles map[string]string // instance profile name → role name
+	faults       []*faultState
+	capacity     map[capacityKey]int
 }
 
 // New builds a simulated region. It panics on impossible options (more than 256 subnets).
@@ -194,6 +199,8 @@ func New(opts Options) *Sim {
 		fleetTokens:  map[string]*fleetRecord{},
 		calls:        map[string]int{},
 		requests:     map[string][]url.Values{},
+		authzSeen:    map[string]struct{}{},
+		profileRoles: map[string]string{},
 		capacity:     map[capacityKey]int{},
 		spotSet:      map[spotKey][]pricePoint{},
 	}
@@ -703,6 +710,16 @@ type LaunchTemplate struct {
 	Tags     map[string]string
 	// Data holds every LaunchTemplateData.* parameter of the create request, without the prefix.
 	Data url.Values
+}
+
+// BackdateLaunchTemplates moves the creation time of every existing launch template back by d:
+// tests use it to stand for templates made long ago without waiting.
+func (s *Sim) BackdateLaunchTemplates(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, lt := range s.templates {
+		lt.created = lt.created.Add(-d)
+	}
 }
 
 // LaunchTemplates returns the existing launch templates in creation order.

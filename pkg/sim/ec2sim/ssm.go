@@ -63,6 +63,15 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 		s.writeJSONError(w, op, aerr, begin)
 		return
 	}
+	s.mu.Lock()
+	switch target {
+	case "AmazonSSM.GetParameter":
+		name, _ := params["Name"].(string)
+		s.authorizeAs(principalOf(r), "ssm:GetParameter", []AuthorizedResource{{Type: "parameter", ID: name, Tags: map[string]string{}}}, nil)
+	case "AWSPriceListService.GetProducts":
+		s.authorizeAs(principalOf(r), "pricing:GetProducts", nil, nil)
+	}
+	s.mu.Unlock()
 	out, err := json.Marshal(resp)
 	if err != nil {
 		s.writeJSONError(w, op, &apiError{status: 500, code: "InternalFailure", message: err.Error()}, begin)

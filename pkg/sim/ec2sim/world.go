@@ -91,9 +91,12 @@ type launchTemplate struct {
 	securityGroupIDs []string
 	userData         string // base64, as sent
 	instanceTags     map[string]string
-	tags             map[string]string
-	data             url.Values
-	clientToken      string
+	// launchTags are the template's TagSpecifications by resource type (instance, volume,
+	// network-interface, spot-instances-request): what a launch from it tags.
+	launchTags  map[string]map[string]string
+	tags        map[string]string
+	data        url.Values
+	clientToken string
 }
 
 func (lt *launchTemplate) export() LaunchTemplate {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +125,15 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 	// need to join it, as EKS does.
 	e.Sim.SetCluster(ec2sim.ClusterInfo{Endpoint: e.CP.Config.Host, CABundle: base64.StdEncoding.EncodeToString(e.CP.Config.CAData)})
 
-	e.Cloud, err = ec2.New(ctx, ec2.Options{Region: o.Region, ClusterName: o.ClusterName})
+	// The harness signs with a key of its own, so the simulator's authorization log tells its
+	// calls (and the node agent's) from Tailor's.
+	cfg, err := ec2.LoadConfig(ctx, o.Region)
+	if err != nil {
+		e.Stop()
+		return nil, err
+	}
+	cfg.Credentials = credentials.NewStaticCredentialsProvider(HarnessAccessKeyID, "harness", "")
+	e.Cloud, err = ec2.NewFromConfig(cfg, ec2.Options{ClusterName: o.ClusterName})
 	if err != nil {
 		e.Stop()
 		return nil, err
@@ -175,7 +184,15 @@ func (e *Environment) addSystemNode(ctx context.Context) error {
 	return err
 }
 
-// AWSEnv is the environment an AWS SDK client needs to talk to the simulator.
+// The access key IDs that sign calls to the simulator: Tailor's (the AWS environment of
+// AWSEnv, which the scheduler reads) and the harness's (Environment.Cloud, the node agent).
+// ec2sim.AuthorizationRequest.Principal is one of them.
+const (
+	TailorAccessKeyID  = "sandbox"
+	HarnessAccessKeyID = "harness"
+)
+
+// AWSEnv is the environment an AWS SDK client needs to talk to the simulator, as Tailor.
 func (e *Environment) AWSEnv() map[string]string {
 	return map[string]string{
 		"AWS_ENDPOINT_URL_EC2":      e.SimURL,
@@ -183,7 +200,7 @@ func (e *Environment) AWSEnv() map[string]string {
 		"AWS_ENDPOINT_URL_PRICING":  e.SimURL,
 		"AWS_ENDPOINT_URL_EKS":      e.SimURL,
 		"AWS_REGION":                e.Region,
-		"AWS_ACCESS_KEY_ID":         "sandbox",
+		"AWS_ACCESS_KEY_ID":         TailorAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY":     "sandbox",
 		"AWS_EC2_METADATA_DISABLED": "true",
 	}

@@ -1,0 +1,183 @@
+package ec2
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// tagSpecs reads TagSpecification.N.{ResourceType,Tag.M.Key,Tag.M.Value} of recorded request
+// parameters into tags by resource type.
+func tagSpecs(v url.Values, prefix string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for n := 1; ; n++ {
+		p := prefix + "TagSpecification." + itoa(n) + "."
+		rt := v.Get(p + "ResourceType")
+		if rt == "" {
+			return out
+		}
+		out[rt] = map[string]string{}
+		for m := 1; v.Get(p+"Tag."+itoa(m)+".Key") != ""; m++ {
+			out[rt][v.Get(p+"Tag."+itoa(m)+".Key")] = v.Get(p + "Tag." + itoa(m) + ".Value")
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestLaunchTagsEverything checks what the controller IAM policy relies on: every resource a
+// launch creates is tagged at creation with the cluster's ownership tags (and the pool's), the
+// template pins IMDSv2 without instance tags, and the fleet names an explicit template version.
+func TestLaunchTagsEverything(t *testing.T) {
+	owned := map[string]string{"kubernetes.io/cluster/" + cluster: "owned", "eks:eks-cluster-name": cluster}
+	templateTags := map[string]string{"tailor.dev/pool": "general", "tailor.dev/pool-hash": "0123456789abcdef"}
+	for _, ct := range []cloud.CapacityType{cloud.OnDemand, cloud.Spot} {
+		t.Run(string(ct), func(t *testing.T) {
+			e := newEnv(t)
+			req := e.request(t, "claim-"+string(ct), ct, cloud.Override{InstanceType: "m5.large", SubnetID: e.subnet(t, e.sim.Zones()[0])})
+			req.Tags = map[string]string{"tailor.dev/pool": "general", "tailor.dev/claim": "claim-1", "Name": "claim-1"} // no ownership tags: the provider adds them
+			req.TemplateTags = templateTags
+			res, err := e.p.Launch(testCtx(t), req)
+			if err != nil || res.Instance == nil {
+				t.Fatalf("%+v %v", res, err)
+			}
+			wantTemplate := maps.Clone(owned)
+			maps.Copy(wantTemplate, templateTags)
+			wantResource := maps.Clone(wantTemplate)
+			maps.Copy(wantResource, req.Tags)
+
+			lt := e.sim.LaunchTemplates()[0]
+			if !maps.Equal(lt.Tags, wantTemplate) {
+				t.Errorf("launch template tags %v, want %v", lt.Tags, wantTemplate)
+			}
+			inTemplate := tagSpecs(lt.Data, "")
+			wantTypes := []string{"instance", "network-interface", "volume"}
+			if ct == cloud.Spot {
+				wantTypes = append(wantTypes, "spot-instances-request")
+			}
+			slices.Sort(wantTypes)
+			if got := slices.Sorted(maps.Keys(inTemplate)); !slices.Equal(got, wantTypes) {
+				t.Errorf("template tags resource types %v, want %v", got, wantTypes)
+			}
+			for rt, tags := range inTemplate {
+				if !maps.Equal(tags, wantTemplate) {
+					t.Errorf("template tags %s with %v, want %v", rt, tags, wantTemplate)
+				}
+			}
+			for k, want := range map[string]string{
+				"MetadataOptions.HttpTokens": "required", "MetadataOptions.HttpEndpoint": "enabled",
+				"MetadataOptions.HttpPutResponseHopLimit": "1", "MetadataOptions.InstanceMetadataTags": "disabled",
+			} {
+				if got := lt.Data.Get(k); got != want {
+					t.Errorf("launch template data %s = %q, want %q", k, got, want)
+				}
+			}
+
+			fleet := e.sim.Requests("CreateFleet")[0]
+			inFleet := tagSpecs(fleet, "")
+			if got := slices.Sorted(maps.Keys(inFleet)); !slices.Equal(got, []string{"fleet", "instance", "volume"}) {
+				t.Errorf("CreateFleet tags resource types %v", got)
+			}
+			for rt, tags := range inFleet {
+				if !maps.Equal(tags, wantResource) {
+					t.Errorf("CreateFleet tags %s with %v, want %v", rt, tags, wantResource)
+				}
+			}
+			if got := fleet.Get("LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version"); got != "1" {
+				t.Errorf("launch template version %q, want the explicit version 1", got)
+			}
+			if got := fleet.Get("LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateId"); got != lt.ID {
+				t.Errorf("launch template ID %q, want %s", got, lt.ID)
+			}
+			for k, v := range wantResource {
+				if res.Instance.Tags[k] != v {
+					t.Errorf("instance tag %s = %q, want %q (tags %v)", k, res.Instance.Tags[k], v, res.Instance.Tags)
+				}
+			}
+		})
+	}
+}
+
+// TestLaunchTemplatesListAndDelete covers the calls behind the template garbage collection, and
+// a template made by another run (AlreadyExists), whose ID and version come from
+// DescribeLaunchTemplates.
+func TestLaunchTemplatesListAndDelete(t *testing.T) {
+	e := newEnv(t)
+	a := e.subnet(t, e.sim.Zones()[0])
+	launch := func(p *Provider, token, pool string) {
+		t.Helper()
+		req := e.request(t, token, cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a})
+		req.TemplateTags = map[string]string{"tailor.dev/pool": pool}
+		if res, err := p.Launch(testCtx(t), req); err != nil || res.Instance == nil {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	launch(e.p, "c1", "general")
+	launch(e.p, "c2", "gpu")
+
+	// Another Provider (a restarted Tailor) finds the existing template of the same content.
+	restarted, err := NewFromConfig(testConfig(e.url), e.p.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch(restarted, "c3", "general")
+	if n, creates := len(e.sim.LaunchTemplates()), e.sim.Calls("CreateLaunchTemplate"); n != 2 || creates != 3 {
+		t.Errorf("%d templates after %d creates, want 2 after 3", n, creates)
+	}
+	last := e.sim.Requests("CreateFleet")
+	if got := last[len(last)-1].Get("LaunchTemplateConfigs.1.LaunchTemplateSpecification.Version"); got != "1" {
+		t.Errorf("version %q after AlreadyExists", got)
+	}
+
+	tests := []struct {
+		name string
+		tags map[string]string
+		want []string
+	}{
+		{"every pool", map[string]string{"tailor.dev/pool": "*"}, []string{"general", "gpu"}},
+		{"one pool", map[string]string{"tailor.dev/pool": "gpu"}, []string{"gpu"}},
+		{"no tags", nil, []string{"general", "gpu"}},
+		{"unknown pool", map[string]string{"tailor.dev/pool": "none"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := e.p.LaunchTemplates(testCtx(t), tt.tags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pools []string
+			for _, lt := range got {
+				if lt.ID == "" || !strings.HasPrefix(lt.Name, "tailor-demo-") || lt.Created.IsZero() || lt.Tags["kubernetes.io/cluster/demo"] != "owned" {
+					t.Errorf("template %+v", lt)
+				}
+				pools = append(pools, lt.Tags["tailor.dev/pool"])
+			}
+			if slices.Sort(pools); !slices.Equal(pools, tt.want) {
+				t.Errorf("pools %v, want %v", pools, tt.want)
+			}
+		})
+	}
+
+	gpu, _ := e.p.LaunchTemplates(testCtx(t), map[string]string{"tailor.dev/pool": "gpu"})
+	if err := e.p.DeleteLaunchTemplate(testCtx(t), gpu[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.DeleteLaunchTemplate(testCtx(t), gpu[0].ID); err != nil {
+		t.Errorf("deleting again: %v", err)
+	}
+	if n := len(e.sim.LaunchTemplates()); n != 1 {
+		t.Errorf("%d templates after deleting one", n)
+	}
+	// The provider forgot it: the next launch of that pool creates it again, without a failed
+	// CreateFleet first.
+	fleets := e.sim.Calls("CreateFleet")
+	launch(e.p, "c4", "gpu")
+	if n, f := len(e.sim.LaunchTemplates()), e.sim.Calls("CreateFleet")-fleets; n != 2 || f != 1 {
+		t.Errorf("%d templates and %d CreateFleet calls after relaunching the deleted pool", n, f)
+	}
+}
