@@ -11,6 +11,8 @@ HELM      := $(BIN)/helm
 HELM_VERSION := v3.21.4
 # The IAM policy simulator (npm, test only): pkg/sim/iamcheck runs hack/iam-simulate with node.
 IAMSIM    := hack/iam-simulate/node_modules/.package-lock.json
+# terraform only formats here (fmt needs no provider); the machines have it in /usr/local/bin.
+TERRAFORM ?= terraform
 CHART     := manifests/charts/tailor
 IMAGE     ?= tailor-scheduler:dev
 CODEGEN_VERSION := v0.34.5
@@ -75,12 +77,13 @@ run: tools build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
-## lint: gofmt, go vet and helm lint of the chart
+## lint: gofmt, go vet, helm lint of the chart and terraform fmt of manifests/terraform
 lint: $(HELM)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(HELM) lint --strict $(CHART) --set settings.clusterName=lint
+	$(TERRAFORM) fmt -check -recursive manifests/terraform
 
 ## codegen: regenerate deepcopy, conversion and defaults for apis/
 codegen:

@@ -11,6 +11,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/pricing v1.51.6
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.83.0
 	github.com/aws/smithy-go v1.28.9
+	github.com/hashicorp/hcl/v2 v2.23.0
+	github.com/zclconf/go-cty v1.13.0
 	go.etcd.io/etcd/server/v3 v3.6.4
 	go.uber.org/zap v1.27.0
 	gonum.org/v1/gonum v0.17.0
@@ -30,7 +32,14 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/BurntSushi/toml v1.6.0 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/agext/levenshtein v1.2.1 // indirect
+	github.com/apparentlymart/go-textseg/v13 v13.0.0 // indirect
+	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
+	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
+	golang.org/x/mod v0.23.0 // indirect
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
