@@ -100,51 +100,38 @@ func TestInterruptionReplacesDrainsThenTerminates(t *testing.T) {
 		allElsewhereAt time.Time
 		replacementAt  time.Time
 	)
-	stop, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			list, err := world.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue
-			}
-			nodes, err := world.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelClaim})
-			if err != nil {
-				continue
-			}
-			seen := time.Now()
-			readyReplacement := map[string]bool{}
-			for _, n := range nodes.Items {
-				if n.Name != node.Name && nodeReady(&n) {
-					readyReplacement[n.Name] = true
-				}
-			}
-			running, elsewhere := 0, 0
-			for _, p := range list.Items {
-				if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-					continue
-				}
-				running++
-				if readyReplacement[p.Spec.NodeName] && podReady(&p) {
-					elsewhere++
-				}
-			}
-			mu.Lock()
-			minRunning = min(minRunning, running)
-			if len(readyReplacement) > 0 && replacementAt.IsZero() {
-				replacementAt = seen
-			}
-			if elsewhere >= 3 && allElsewhereAt.IsZero() {
-				allElsewhereAt = seen
-			}
-			mu.Unlock()
+	stop := watchPods(ns, func(pods []corev1.Pod) {
+		nodes, err := world.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelClaim})
+		if err != nil {
+			return
 		}
-	}()
+		seen := time.Now()
+		readyReplacement := map[string]bool{}
+		for _, n := range nodes.Items {
+			if n.Name != node.Name && nodeReady(&n) {
+				readyReplacement[n.Name] = true
+			}
+		}
+		running, elsewhere := 0, 0
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+				continue
+			}
+			running++
+			if readyReplacement[p.Spec.NodeName] && podReady(&p) {
+				elsewhere++
+			}
+		}
+		mu.Lock()
+		minRunning = min(minRunning, running)
+		if len(readyReplacement) > 0 && replacementAt.IsZero() {
+			replacementAt = seen
+		}
+		if elsewhere >= 3 && allElsewhereAt.IsZero() {
+			allElsewhereAt = seen
+		}
+		mu.Unlock()
+	})
 
 	body, err := world.Sim.EventBody(ec2sim.Event{Kind: ec2sim.SpotInterruption, InstanceID: id})
 	if err != nil {
@@ -164,8 +151,7 @@ func TestInterruptionReplacesDrainsThenTerminates(t *testing.T) {
 		}
 		return terminated && apierrors.IsNotFound(err) && gone
 	})
-	close(stop)
-	<-watched
+	stop()
 	terminatedAt, _ := world.Sim.TerminatedAt(id)
 	mu.Lock()
 	if replacementAt.IsZero() || !replacementAt.Before(terminatedAt) {
