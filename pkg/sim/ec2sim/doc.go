@@ -41,10 +41,11 @@
 // {"__type": "com.amazonaws.sqs#<Shape>", …} with the query-protocol code in
 // X-Amzn-Query-Error (AWS.SimpleQueueService.NonExistentQueue, InvalidParameterValue,
 // ReceiptHandleIsInvalid, MissingParameter), which the SDK reports as the error code.
-// Options.Queues creates queues at start; SendMessage and SendEvent put a raw body or an
-// EventBridge event (EventBody: spot interruption warning, rebalance recommendation, state
+// Options.Queues creates queues at start (and CreateQueue in-process); SendMessage and SendEvent
+// put a raw body or an EventBridge event (EventBody: spot interruption warning, rebalance recommendation, state
 // change, AWS Health scheduled change) on a queue in-process, and POST /_ec2sim/sqs/<queue>
-// does it over HTTP (a JSON Event, or with ?raw=1 any body).
+// does it over HTTP (a JSON Event, or with ?raw=1 any body); QueueMessages counts what a queue
+// holds, and TerminatedAt tells when an instance was asked to terminate.
 //
 // # The world
 //
@@ -141,9 +142,8 @@
 //
 // # Tests and fault injection
 //
-// Sim has in-process helpers: Instances, TerminatedAt, Calls, Requests, FleetRequests,
-// LaunchTemplates, Subnets, ClusterSecurityGroupID, SSMParameter, Offered, OnDemandPrice,
-// SpotPrice, and for SQS CreateQueue, SendMessage, SendEvent, EventBody and QueueMessages.
+// Sim has in-process helpers: Instances, Calls, Requests, FleetRequests, LaunchTemplates,
+// Subnets, ClusterSecurityGroupID, SSMParameter, Offered, OnDemandPrice, SpotPrice.
 // InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
 // (GetParameter, GetProducts) alike; SetCapacity limits how many instances an offering can still
 // launch, after which CreateFleet reports InsufficientInstanceCapacity for it; SetOnDemandPrice

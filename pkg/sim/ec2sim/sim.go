@@ -152,19 +152,22 @@ type Sim struct {
 	productsOnce sync.Once
 	products     []*product // the Pricing API's products, built on first GetProducts
 
-	mu            sync.Mutex
-	prices        map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
-	spotSet       map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
-	seq           uint64
-	reqSeq        uint64
-	vpcID         string
-	subnets       []*subnet
-	subnetByID    map[string]*subnet
-	groups        []*securityGroup
-	images        []*image
-	imageByID     map[string]*image
-	ssmParams     map[string]string
-	cluster       *ClusterInfo // what DescribeCluster reports; nil while "creating"
+	mu         sync.Mutex
+	prices     map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
+	spotSet    map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
+	seq        uint64
+	reqSeq     uint64
+	vpcID      string
+	subnets    []*subnet
+	subnetByID map[string]*subnet
+	groups     []*securityGroup
+	images     []*image
+	imageByID  map[string]*image
+	ssmParams  map[string]string
+	cluster    *ClusterInfo         // what DescribeCluster reports; nil while "creating"
+	queues     map[string]*sqsQueue // SQS queues by name
+	// queueSignal is closed (and replaced) whenever a message is sent, waking long polls.
+	queueSignal   chan struct{}
 	templates     []*launchTemplate
 	ltTokens      map[string]*launchTemplate
 	instances     []*instance
@@ -175,9 +178,6 @@ type Sim struct {
 	requests      map[string][]url.Values
 	faults        []*faultState
 	capacity      map[capacityKey]int
-	queues        map[string]*sqsQueue // by name
-	// queueSignal is closed (and replaced) whenever a message is sent, waking long polls.
-	queueSignal chan struct{}
 }
 
 // New builds a simulated region. It panics on impossible options (more than 256 subnets).
