@@ -152,22 +152,21 @@ type Sim struct {
 	productsOnce sync.Once
 	products     []*product // the Pricing API's products, built on first GetProducts
 
-	mu         sync.Mutex
-	prices     map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
-	spotSet    map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
-	seq        uint64
-	reqSeq     uint64
-	vpcID      string
-	subnets    []*subnet
-	subnetByID map[string]*subnet
-	groups     []*securityGroup
-	images     []*image
-	imageByID  map[string]*image
-	ssmParams  map[string]string
-	cluster    *ClusterInfo         // what DescribeCluster reports; nil while "creating"
-	queues     map[string]*sqsQueue // SQS queues by name
-	// queueSignal is closed (and replaced) whenever a message is sent, waking long polls.
-	queueSignal   chan struct{}
+	mu            sync.Mutex
+	prices        map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
+	spotSet       map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
+	seq           uint64
+	reqSeq        uint64
+	vpcID         string
+	subnets       []*subnet
+	subnetByID    map[string]*subnet
+	groups        []*securityGroup
+	images        []*image
+	imageByID     map[string]*image
+	ssmParams     map[string]string
+	cluster       *ClusterInfo         // what DescribeCluster reports; nil while "creating"
+	queues        map[string]*sqsQueue // SQS queues by name
+	queueSignal   chan struct{}        // closed (and replaced) when a message is sent: wakes long polls
 	templates     []*launchTemplate
 	ltTokens      map[string]*launchTemplate
 	instances     []*instance
