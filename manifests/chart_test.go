@@ -479,6 +479,7 @@ func TestSchedulerConfigRefusesBadSettings(t *testing.T) {
 		{"settings.region=Mars", "region"},
 		{"settings.batch.idleDuration=soon", `invalid duration "soon"`},
 		{"settings.consolidation.minSavingsPercent=95", "consolidationMinSavingsPercent"},
+		{"settings.interruptionQueue=arn:aws:sqs:us-east-1:123456789012:q", "interruptionQueue"},
 		{"pools[0].capacityTypes[0]=reserved", "capacityTypes"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
@@ -538,8 +539,8 @@ func TestSchedulerConfigLoads(t *testing.T) {
 		name: "chart defaults",
 		args: []string{"--set", "settings.clusterName=prod"},
 		check: func(t *testing.T, a *config.TailorArgs) {
-			if a.ClusterName != "prod" || a.Region != "" || len(a.Pools) != 1 {
-				t.Errorf("cluster %q region %q pools %d", a.ClusterName, a.Region, len(a.Pools))
+			if a.ClusterName != "prod" || a.Region != "" || len(a.Pools) != 1 || a.InterruptionQueue != "" {
+				t.Errorf("cluster %q region %q pools %d interruption queue %q", a.ClusterName, a.Region, len(a.Pools), a.InterruptionQueue)
 			}
 		},
 	}, {
@@ -549,13 +550,14 @@ func TestSchedulerConfigLoads(t *testing.T) {
 			"--set", "settings.clusterEndpoint=https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--set", "settings.clusterCABundle=" + ca,
 			"--set", "settings.serviceCIDR=fd00:10:96::/112", "--set", "settings.ipFamily=ipv6",
 			"--set", "settings.registrationTimeout=20m", "--set", "settings.batch.idleDuration=250ms", "--set", "settings.batch.maxDuration=5s",
-			"--set", "settings.consolidation.interval=1m", "--set", "settings.consolidation.minSavingsPercent=0"},
+			"--set", "settings.consolidation.interval=1m", "--set", "settings.consolidation.minSavingsPercent=0",
+			"--set", "settings.interruptionQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod"},
 		check: func(t *testing.T, a *config.TailorArgs) {
 			got := []any{a.ClusterName, a.Region, a.KubernetesVersion, a.ClusterEndpoint, a.ClusterCABundle == ca, a.ServiceCIDR, a.IPFamily,
 				a.RegistrationTimeout.Duration, a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.ConsolidationInterval.Duration,
-				a.ConsolidationMinSavingsPercent}
+				a.ConsolidationMinSavingsPercent, a.InterruptionQueue}
 			want := []any{"prod_1", "eu-west-1", "1.33", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", true, "fd00:10:96::/112", "ipv6",
-				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0)}
+				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0), "https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod"}
 			if !slices.Equal(got, want) {
 				t.Errorf("args %v, want %v", got, want)
 			}

@@ -42,6 +42,10 @@ type TailorArgs struct {
 	// ConsolidationMinSavingsPercent is how much cheaper a replacement must be than what it
 	// replaces.
 	ConsolidationMinSavingsPercent int32
+	// InterruptionQueue is the SQS queue (name or URL) EventBridge sends the cluster's EC2 spot
+	// interruption, rebalance, state-change and AWS Health events to. Empty turns interruption
+	// handling off.
+	InterruptionQueue string
 }
 
 // Pool is one kind of capacity: where it may run, what it may be, and how its nodes look.

@@ -1,13 +1,20 @@
-// Command ec2sim serves the EC2 (and SSM GetParameter and Pricing GetProducts) simulator of
-// package ec2sim over HTTP, so Tailor and the AWS CLI can run against a simulated region:
+// Command ec2sim serves the EC2 (and SSM GetParameter, Pricing GetProducts, EKS
+// DescribeCluster and SQS) simulator of package ec2sim over HTTP, so Tailor and the AWS CLI can
+// run against a simulated region:
 //
-//	ec2sim --listen 127.0.0.1:0 --cluster demo
+//	ec2sim --listen 127.0.0.1:0 --cluster demo --queue demo-interruptions
 //	export AWS_ENDPOINT_URL_EC2=<printed URL> AWS_ENDPOINT_URL_SSM=<printed URL> \
-//	       AWS_ENDPOINT_URL_PRICING=<printed URL> AWS_REGION=us-east-1 \
+//	       AWS_ENDPOINT_URL_PRICING=<printed URL> AWS_ENDPOINT_URL_SQS=<printed URL> AWS_REGION=us-east-1 \
 //	       AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x AWS_EC2_METADATA_DISABLED=true
 //
 // Without AWS_ENDPOINT_URL_PRICING, Tailor uses its shipped on-demand prices and does not ask the
-// Pricing API.
+// Pricing API. With interruptionQueue: demo-interruptions in Tailor's args, an interruption event
+// for an instance is put on the queue as EventBridge would put it with
+//
+//	curl -X POST <URL>/_ec2sim/sqs/demo-interruptions -d '{"kind": "spot-interruption", "instanceId": "i-…"}'
+//
+// (kinds: spot-interruption, rebalance-recommendation, scheduled-change, and state-change with
+// "state": "stopping"; ?raw=1 sends the body itself, well-formed or not).
 package main
 
 import (
@@ -35,6 +42,7 @@ func main() {
 	pending := flag.Duration("pending", time.Second, "how long instances stay pending")
 	shutting := flag.Duration("shutting-down", time.Second, "how long instances stay shutting-down")
 	verbose := flag.Bool("v", false, "log every request")
+	queues := flag.String("queue", "", "comma-separated SQS queues to create (more with CreateQueue)")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -46,6 +54,9 @@ func main() {
 		PendingFor: instantIfZero(*pending), ShuttingDownFor: instantIfZero(*shutting), Logger: logger}
 	if *zones != "" {
 		opts.Zones = strings.Split(*zones, ",")
+	}
+	if *queues != "" {
+		opts.Queues = strings.Split(*queues, ",")
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

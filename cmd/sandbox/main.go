@@ -17,7 +17,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/test/utils/ktesting"
 
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
@@ -35,15 +38,20 @@ func main() {
 		untilSettled = flag.Bool("until-settled", false, "exit 0 once every sample pod is Running; non-zero with the reason after --timeout")
 		noSample     = flag.Bool("no-sample", false, "start everything but apply no sample workload")
 		timeout      = flag.Duration("timeout", 8*time.Minute, "with --until-settled, how long to wait")
+		interrupt    = flag.Bool("interrupt", false, "once the sample settles, send a spot interruption warning for one spot instance through the simulated interruption queue, and watch Tailor replace, drain and terminate it")
 	)
 	flag.Parse()
-	if err := run(*scheduler, *kwok, *nodeadm, *dir, *untilSettled, *noSample, *timeout); err != nil {
+	if err := run(*scheduler, *kwok, *nodeadm, *dir, *untilSettled, *noSample, *interrupt, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSample bool, timeout time.Duration) error {
+// interruptionQueue is the simulated SQS queue the sandbox's Tailor reads interruption events
+// from.
+const interruptionQueue = "tailor-sandbox-interruptions"
+
+func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSample, interrupt bool, timeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if dir == "" {
@@ -77,10 +85,16 @@ func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSampl
 	defer e.Stop()
 	fmt.Printf("Control plane up. Use it while the sandbox runs:\n  export KUBECONFIG=%s\n  kubectl get claims,nodes,pods -A\n", e.CP.Kubeconfig)
 	fmt.Printf("EC2 simulator: %s   logs: %s\n", e.SimURL, dir)
+	if err := e.Sim.CreateQueue(interruptionQueue); err != nil {
+		return err
+	}
+	fmt.Printf("Interrupt an instance (kinds: spot-interruption, rebalance-recommendation, scheduled-change, state-change with \"state\"):\n"+
+		"  curl -X POST %s/_ec2sim/sqs/%s -d '{\"kind\": \"spot-interruption\", \"instanceId\": \"i-…\"}'\n", e.SimURL, interruptionQueue)
 
 	// The example profile, consolidating after 10 quiet seconds instead of 30, so the
 	// scale-down demo is quick.
 	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, func(args map[string]any) {
+		args["interruptionQueue"] = interruptionQueue
 		args["consolidationInterval"] = "5s"
 		for _, p := range args["pools"].([]any) {
 			p.(map[string]any)["disruption"] = map[string]any{"consolidateAfter": "10s"}
@@ -124,6 +138,22 @@ func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSampl
 	if !noSample {
 		fmt.Println("Settled: every sample pod is Running on launched capacity.")
 		view.summary(ctx)
+		if interrupt {
+			id, err := interruptSpot(e)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("\nSent a spot interruption warning for %s; Tailor replaces the node, drains it, then terminates it:\n", id)
+			replaced := view.watch(wctx, func(s *snapshot) bool {
+				_, terminated := e.Sim.TerminatedAt(id)
+				return terminated && s.disrupting == 0 && s.sampleRunning == s.samplePods
+			})
+			if untilSettled && !replaced {
+				view.summary(ctx)
+				return fmt.Errorf("the interrupted instance %s was not replaced and terminated within %s", id, timeout)
+			}
+			fmt.Printf("Interrupted instance %s terminated; every sample pod runs elsewhere.\n", id)
+		}
 		before := view.fleetPrice(ctx)
 		if err := scaleSample(ctx, e.Client, scaleDownDeployment, scaleDownTo); err != nil {
 			return err
@@ -142,6 +172,18 @@ func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSampl
 	view.watch(ctx, func(s *snapshot) bool { return false })
 	view.summary(ctx)
 	return nil
+}
+
+// interruptSpot sends a spot interruption warning for one running spot instance Tailor
+// launched, and returns its ID.
+func interruptSpot(e *env.Environment) (string, error) {
+	for _, in := range e.Sim.Instances() {
+		if in.CapacityType == cloud.Spot && in.State == cloud.StateRunning && in.Tags[v1alpha1.TagClaim] != "" {
+			_, err := e.Sim.SendEvent(interruptionQueue, ec2sim.Event{Kind: ec2sim.SpotInterruption, InstanceID: in.ID})
+			return in.ID, err
+		}
+	}
+	return "", fmt.Errorf("no running spot instance to interrupt")
 }
 
 func startScheduler(path, config, logPath string, awsEnv map[string]string) (*exec.Cmd, error) {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,11 +14,7 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
-	"github.com/tailor-eks/tailor/manifests"
-	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/planning"
-	"github.com/tailor-eks/tailor/pkg/profile"
-	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
 const benchNodes = 1000
@@ -31,24 +25,7 @@ const benchNodes = 1000
 // node (delete, merge, replace) before it finds its move, the worst case for its cost.
 func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
-	prof, err := profile.Load(manifests.SchedulerConfig, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	fw, _, err := prof.NewFramework(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(ec2sim.New(ec2sim.Options{ClusterName: "bench"}))
-	b.Cleanup(srv.Close)
-	p, err := ec2.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}}, ec2.Options{ClusterName: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	its, err := p.InstanceTypes(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prof, fw, its := exampleProfile(b)
 	general := prof.Tailor.Pool("general")
 	tmpls, err := planning.Templates([]config.Pool{*general}, its, map[string][]string{"general": {"us-east-1a", "us-east-1b", "us-east-1c"}})
 	if err != nil {

@@ -210,15 +210,29 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	var candidates []*ownedNode
 	for _, o := range s.owned {
 		switch {
+		case instanceGoing(o.node):
+			// Stopping or terminating: nothing to drain, nothing to wait for.
+			reserved[o.node.Name] = true
+			c.finish(ctx, o, false)
 		case lifecycle.Deleting(o.claim, o.node):
 			draining = true
 			reserved[o.node.Name] = true // going: no pod is planned onto it this pass
 			c.deletionStep(ctx, o, podsOn[o.node.Name])
+		case disrupting(o.node) && interruption(o.node) != "":
+			draining = true
+			c.forcedDrainStep(ctx, o, podsOn[o.node.Name], interruptedDecision(o, nil), false)
 		case disrupting(o.node):
 			draining = true
 			c.drainStep(ctx, o, podsOn[o.node.Name])
 		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
 			// Being replaced, a replacement, or just decided about: not a candidate now.
+			if interruption(o.node) != "" {
+				draining = true // its replacements are watched closely
+			}
+		case interruption(o.node) != "":
+			// Interrupted: decided about this pass whatever its state.
+			draining = true
+			candidates = append(candidates, o)
 		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node):
 			candidates = append(candidates, o)
 		}
@@ -242,7 +256,15 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	}
 	for _, d := range ds {
 		if len(d.replacements) > 0 {
-			c.launchReplacements(ctx, d)
+			if c.launchReplacements(ctx, d) || d.method != methodInterruption {
+				continue
+			}
+			// No replacement could be recorded: an interrupted node drains all the same, and
+			// its pods are provisioned as usual.
+		}
+		if d.method == methodInterruption {
+			c.forcedDrainStep(ctx, d.node, d.evict, d, false)
+			draining = true
 			continue
 		}
 		if err := c.mark(ctx, d); err != nil {
@@ -366,11 +388,11 @@ func (c *Controller) owned(n *corev1.Node) *ownedNode {
 	}
 	pool := c.Args.Pool(cl.Spec.Pool)
 	if pool == nil {
-		if !lifecycle.Deleting(cl, n) {
+		if !lifecycle.Deleting(cl, n) && interruption(n) == "" {
 			return nil
 		}
-		// Its pool is gone from the configuration, but someone deleted it: it still drains
-		// (the deletion needs no pool setting), or it would hang with its instance running.
+		// Its pool is gone from the configuration, but someone deleted it or EC2 takes it: it
+		// still drains (that needs no pool setting), or it would hang with its instance running.
 		pool = &config.Pool{Name: cl.Spec.Pool}
 	}
 	price, _ := strconv.ParseFloat(cl.Status.PricePerHour, 64)

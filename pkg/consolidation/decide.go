@@ -102,7 +102,7 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 	}
 	var out []decision
 	var kept []skipped
-	var underutilized, renew []decision
+	var underutilized, renew, interrupted []decision
 	take := func(d decision) bool {
 		if budget[d.node.pool.Name] < 1 {
 			kept = append(kept, skipped{d.node, fmt.Sprintf("pool %s's disruption budget is used up", d.node.pool.Name)})
@@ -113,6 +113,11 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		return true
 	}
 	for _, o := range s.owned {
+		if interruption(o.node) != "" {
+			// EC2 takes it whatever Tailor decides: no budget, annotation or pod keeps it.
+			interrupted = append(interrupted, interruptedDecision(o, podsOn[o.node.Name]))
+			continue
+		}
 		if o.node.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
 			kept = append(kept, skipped{o, "node is annotated " + v1alpha1.AnnotationDoNotDisrupt})
 			continue
@@ -147,13 +152,24 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 			underutilized = append(underutilized, decision{node: o, method: methodDelete, evict: evictable})
 		}
 	}
+	if len(interrupted) > 0 {
+		// Interrupted nodes first, alone in their pass: replacements when their pods need new
+		// capacity, else a plain drain. The next pass looks again with them gone.
+		q := newQuestions(ctx, s, fw)
+		for _, d := range interrupted {
+			if r := q.repack(s.templates, []decision{d}); r != nil && len(r.Nodes) > 0 {
+				d.replacements = r.Nodes
+			}
+			out = append(out, d)
+			q.gone = append(q.gone, d.node.node.Name)
+		}
+		return out, kept
+	}
 	if len(underutilized) == 0 && len(renew) == 0 || len(out) > 0 {
 		// Empty nodes go first; the next pass looks again with them gone.
 		return out, kept
 	}
-	fw.SetSnapshot(s.nodes, s.pods)
-	q := &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
-		planner: &planning.Planner{Templates: s.templates}}
+	q := newQuestions(ctx, s, fw)
 	// Drifted and expired nodes are renewed whatever it costs: replacements first when their
 	// pods need new capacity, else (their pods fit elsewhere, or nothing can be planned for
 	// them now) a plain drain, after which the pods are provisioned as usual.
@@ -216,6 +232,13 @@ type questions struct {
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
 	gone []string
+}
+
+// newQuestions sets the framework's snapshot to s and returns the pass's questions.
+func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
+	fw.SetSnapshot(s.nodes, s.pods)
+	return &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
+		planner: &planning.Planner{Templates: s.templates}}
 }
 
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the

@@ -19,10 +19,19 @@ const methodDeleted = "deleted"
 // holds it; PodDisruptionBudgets are honoured by the Eviction API and pods annotated
 // do-not-disrupt are waited for, as Karpenter does. An instance already gone has nothing to drain.
 func (c *Controller) deletionStep(ctx context.Context, o *ownedNode, pods []*corev1.Pod) {
-	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
+	c.forcedDrainStep(ctx, o, pods, decision{node: o, method: methodDeleted, why: "its claim or node was deleted"}, true)
+}
+
+// forcedDrainStep moves along a drain nobody may call off: a deletion, or an interruption (EC2
+// takes the instance whatever Tailor does). It marks the node if it is not yet, evicts through
+// the Eviction API (PodDisruptionBudgets are honoured; a refusal is asked again next pass) and
+// finishes once only pods that stay are left, or at once if the instance is already gone. With
+// waitDoNotDisrupt, pods annotated do-not-disrupt are waited for instead of evicted.
+func (c *Controller) forcedDrainStep(ctx context.Context, o *ownedNode, pods []*corev1.Pod, d decision, waitDoNotDisrupt bool) {
+	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name, "method", d.method)
 	up, err := c.instanceUp(ctx, o.claim)
 	if err != nil {
-		logger.Error(err, "Cannot describe the deleted claim's instance; will retry")
+		logger.Error(err, "Cannot describe the instance of a node being drained; will retry")
 		return
 	}
 	if !up {
@@ -30,11 +39,11 @@ func (c *Controller) deletionStep(ctx context.Context, o *ownedNode, pods []*cor
 		return
 	}
 	if !disrupting(o.node) {
-		if err := c.mark(ctx, decision{node: o, method: methodDeleted, why: "its claim or node was deleted"}); err != nil {
-			logger.Error(err, "Cannot mark deleted node for draining; will retry")
+		if err := c.mark(ctx, d); err != nil {
+			logger.Error(err, "Cannot mark node for draining; will retry")
 			return
 		}
-		logger.Info("Draining deleted node", "pods", len(pods))
+		logger.Info("Draining node", "reason", d.why, "pods", len(pods))
 	}
 	var toEvict []*corev1.Pod
 	waiting := 0
@@ -42,7 +51,7 @@ func (c *Controller) deletionStep(ctx context.Context, o *ownedNode, pods []*cor
 		if v, _ := judge(p, nil); v == skip {
 			continue
 		}
-		if v, why := doNotDisrupt(p, nil); v == block {
+		if v, why := doNotDisrupt(p, nil); waitDoNotDisrupt && v == block {
 			waiting++
 			c.eventOnce(o.node, "DeletionWaiting", "Tailor waits to delete this node: "+why)
 			continue

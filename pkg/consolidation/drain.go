@@ -167,6 +167,9 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 		logger.Error(err, "Cannot delete claim; the lifecycle controller will")
 	}
 	method := "unknown"
+	if interruption(o.node) != "" {
+		method = methodInterruption // an instance already going is removed without a taint
+	}
 	for _, t := range o.node.Spec.Taints {
 		if t.Key == v1alpha1.TaintDisrupting {
 			method = t.Value

@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -19,8 +20,9 @@ import (
 // If a replacement fails, the old nodes stay and the claims lose their annotation (a new node
 // without pods is then an empty node like any other).
 
-// launchReplacements records and launches a decision's new nodes.
-func (c *Controller) launchReplacements(ctx context.Context, d decision) {
+// launchReplacements records and launches a decision's new nodes; false if they could not be
+// recorded (the nodes stay).
+func (c *Controller) launchReplacements(ctx context.Context, d decision) bool {
 	logger := klog.FromContext(ctx)
 	var names []string
 	for _, n := range d.nodes() {
@@ -35,7 +37,7 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) {
 			for _, r := range recorded {
 				_ = c.Claims.Delete(ctx, r.Name)
 			}
-			return
+			return false
 		}
 		recorded = append(recorded, cl)
 	}
@@ -48,6 +50,7 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) {
 	for _, n := range d.nodes() {
 		c.Recorder.Eventf(n.node, nil, corev1.EventTypeNormal, "Replacing", "Consolidate", "Tailor is replacing this node (%s): %s", d.method, d.why)
 	}
+	return true
 }
 
 // replacedBy lists the nodes a claim was launched to replace.
@@ -113,9 +116,15 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 		switch {
 		case left == 0 || failed:
 			if failed {
-				logger.Info("A replacement failed; the old nodes stay", "nodes", olds)
+				logger.Info("A replacement failed; the old nodes stay unless EC2 takes them", "nodes", olds)
 				for _, name := range olds {
-					if o, ok := owned[name]; ok {
+					o, ok := owned[name]
+					switch {
+					case !ok:
+					case interruption(o.node) != "":
+						// EC2 takes it anyway: it drains, its pods provisioned as usual.
+						c.markReplaced(ctx, o, "its replacement failed to launch")
+					default:
 						c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "ReplacementFailed", "Consolidate", "Tailor keeps this node: a replacement node failed to launch")
 					}
 				}
@@ -126,15 +135,17 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 			continue
 		case up == len(cls):
 			for _, name := range olds {
-				o, ok := owned[name]
-				if !ok || disrupting(o.node) {
-					continue
-				}
-				d := decision{node: o, method: methodReplace, why: "its replacement is up"}
-				if err := c.mark(ctx, d); err != nil {
-					logger.Error(err, "Cannot mark replaced node", "node", name)
+				if o, ok := owned[name]; ok {
+					c.markReplaced(ctx, o, "its replacement is up")
 				}
 				// The pass drains it with the other disrupting nodes.
+			}
+		default:
+			// An interrupted spot node waits only so long for its replacements.
+			for _, name := range olds {
+				if o, ok := owned[name]; ok && c.impatient(o.node) {
+					c.markReplaced(ctx, o, fmt.Sprintf("its replacements are not up %s after the interruption warning", spotPatience))
+				}
 			}
 		}
 		for _, name := range olds {
@@ -142,6 +153,21 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 		}
 	}
 	return reserved
+}
+
+// markReplaced starts the drain of a node whose replacement is settled (unless it is already
+// draining).
+func (c *Controller) markReplaced(ctx context.Context, o *ownedNode, why string) {
+	if disrupting(o.node) {
+		return
+	}
+	d := decision{node: o, method: methodReplace, why: why}
+	if interruption(o.node) != "" {
+		d.method = methodInterruption
+	}
+	if err := c.mark(ctx, d); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot mark replaced node", "node", o.node.Name)
+	}
 }
 
 // release takes the replacement annotation off a claim.

@@ -130,6 +130,13 @@ func (l *Launcher) available(its []cloud.InstanceType) []cloud.InstanceType {
 	return out
 }
 
+// MarkUnavailable leaves an offering out of plans for a while, as if a launch had found no
+// capacity there: an interruption warning says EC2 is reclaiming that capacity. code says why
+// (the metric's code label).
+func (l *Launcher) MarkUnavailable(instanceType, zone string, ct cloud.CapacityType, code string) {
+	l.markUnavailable(ct, []cloud.OfferingError{{InstanceType: instanceType, Zone: zone, Code: code}})
+}
+
 func (l *Launcher) markUnavailable(ct cloud.CapacityType, errs []cloud.OfferingError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

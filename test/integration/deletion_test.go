@@ -73,46 +73,32 @@ func deleteAndWatchDrain(t *testing.T, what string) {
 		minRunning      = 3
 		podsAtTerminate = -1
 	)
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
+	stop := watchPods(ns, func(pods []corev1.Pod) {
+		running, there := 0, 0
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
 			}
-			list, err := world.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue
+			if p.Spec.NodeName == nodeName {
+				there++
 			}
-			running, there := 0, 0
-			for _, p := range list.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					running++
-				}
-				if p.Spec.NodeName == nodeName {
-					there++
-				}
-			}
-			insts, err := world.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClaim: claimName})
-			if err != nil {
-				continue
-			}
-			up := false
-			for _, in := range insts {
-				up = up || in.ID == claim.Status.InstanceID && in.State == cloud.StateRunning
-			}
-			mu.Lock()
-			minRunning = min(minRunning, running)
-			if !up && podsAtTerminate < 0 {
-				podsAtTerminate = there
-			}
-			mu.Unlock()
 		}
-	}()
-	defer func() { close(stop); <-watched }()
+		insts, err := world.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClaim: claimName})
+		if err != nil {
+			return
+		}
+		up := false
+		for _, in := range insts {
+			up = up || in.ID == claim.Status.InstanceID && in.State == cloud.StateRunning
+		}
+		mu.Lock()
+		minRunning = min(minRunning, running)
+		if !up && podsAtTerminate < 0 {
+			podsAtTerminate = there
+		}
+		mu.Unlock()
+	})
+	defer stop()
 
 	dc := dynamic.NewForConfigOrDie(world.CP.Config)
 	var err error

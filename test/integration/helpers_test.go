@@ -263,3 +263,23 @@ func deployment(ns, name string, replicas int32, spec corev1.PodSpec) *appsv1.De
 		},
 	}
 }
+
+// watchPods calls f with the namespace's pods every 100 ms, in the background, until the
+// returned stop is called; stop waits for the call under way. A list that fails is skipped.
+func watchPods(ns string, f func(pods []corev1.Pod)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if list, err := world.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
+				f(list.Items)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}

@@ -42,6 +42,12 @@ type TailorArgs struct {
 	// ConsolidationMinSavingsPercent is how much cheaper (0–90 %) a replacement must be than
 	// the nodes it replaces: no churn for pennies. Defaults to 10.
 	ConsolidationMinSavingsPercent *int32 `json:"consolidationMinSavingsPercent,omitempty"`
+	// InterruptionQueue is the SQS queue, by name (tailor-prod) or URL
+	// (https://sqs.us-east-1.amazonaws.com/123456789012/tailor-prod), that EventBridge rules send
+	// EC2 spot interruption warnings, rebalance recommendations, instance state changes and AWS
+	// Health scheduled changes to. Tailor then replaces and drains a node before EC2 takes it
+	// away. Empty (the default) turns interruption handling off.
+	InterruptionQueue string `json:"interruptionQueue,omitempty"`
 }
 
 // Pool is one kind of capacity.

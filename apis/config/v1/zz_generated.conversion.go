@@ -281,6 +281,7 @@ func autoConvert_v1_TailorArgs_To_config_TailorArgs(in *TailorArgs, out *config.
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.ConsolidationMinSavingsPercent, &out.ConsolidationMinSavingsPercent, s); err != nil {
 		return err
 	}
+	out.InterruptionQueue = in.InterruptionQueue
 	return nil
 }
 
@@ -325,6 +326,7 @@ func autoConvert_config_TailorArgs_To_v1_TailorArgs(in *config.TailorArgs, out *
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.ConsolidationMinSavingsPercent, &out.ConsolidationMinSavingsPercent, s); err != nil {
 		return err
 	}
+	out.InterruptionQueue = in.InterruptionQueue
 	return nil
 }
 

@@ -31,6 +31,11 @@ var (
 	versionRegexp = regexp.MustCompile(`^1\.[0-9]{2}$`)
 	// clusterPattern is EKS's rule for cluster names.
 	clusterPattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
+	// queueNamePattern is SQS's rule for queue names: up to 80 letters, digits, - and _, and a
+	// FIFO queue's .fifo suffix (EventBridge may target either kind).
+	queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$|^[A-Za-z0-9_-]{1,75}\.fifo$`)
+	// accountPattern is an AWS account ID, the first segment of a queue URL's path.
+	accountPattern = regexp.MustCompile(`^[0-9]{12}$`)
 
 	// AMIAliases are the image aliases Tailor resolves through SSM.
 	AMIAliases = sets.New("al2023", "bottlerocket")
@@ -85,6 +90,11 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	if args.ConsolidationMinSavingsPercent < 0 || args.ConsolidationMinSavingsPercent > 90 {
 		errs = append(errs, field.Invalid(path.Child("consolidationMinSavingsPercent"), args.ConsolidationMinSavingsPercent, "must be between 0 and 90"))
 	}
+	if q := args.InterruptionQueue; q != "" {
+		if err := ValidateQueue(q); err != "" {
+			errs = append(errs, field.Invalid(path.Child("interruptionQueue"), q, err))
+		}
+	}
 	if len(args.Pools) == 0 {
 		errs = append(errs, field.Required(path.Child("pools"), "at least one pool is needed to launch anything"))
 	}
@@ -98,6 +108,28 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 		names.Insert(args.Pools[i].Name)
 	}
 	return errs.ToAggregate()
+}
+
+// ValidateQueue says what is wrong with an SQS queue given by name (tailor-prod) or by URL
+// (https://sqs.us-east-1.amazonaws.com/123456789012/tailor-prod, or any endpoint's
+// http(s)://host/<account>/<name>), or "" if nothing is. A URL is told from a name by its
+// scheme.
+func ValidateQueue(q string) string {
+	if !strings.Contains(q, "://") {
+		if !queueNamePattern.MatchString(q) {
+			return "not an SQS queue name (up to 80 letters, digits, - and _, optionally ending .fifo) nor a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>)"
+		}
+		return ""
+	}
+	u, err := url.Parse(q)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "not an SQS queue URL: want https://sqs.<region>.amazonaws.com/<account>/<name>"
+	}
+	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	if len(parts) != 2 || !accountPattern.MatchString(parts[0]) || !queueNamePattern.MatchString(parts[1]) {
+		return "an SQS queue URL's path is /<12-digit account ID>/<queue name>"
+	}
+	return ""
 }
 
 // validateClusterBootstrap checks the optional overrides of what eks:DescribeCluster reports:

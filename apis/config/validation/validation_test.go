@@ -98,6 +98,23 @@ func TestValidateTailorArgs(t *testing.T) {
 		}, want: []string{`args.pools[0].limits[pods]: Unsupported value: "pods"`}},
 		{name: "weight out of range", mutate: func(a *config.TailorArgs) { a.Pools[0].Weight = 101 }, want: []string{"args.pools[0].weight: Invalid value: 101"}},
 		{name: "batch max below idle", mutate: func(a *config.TailorArgs) { a.BatchMaxDuration.Duration = time.Millisecond }, want: []string{"args.batchMaxDuration: Invalid value"}},
+		{name: "interruption queue by name", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "tailor-prod_1" }},
+		{name: "interruption queue FIFO name", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "tailor.fifo" }},
+		{name: "interruption queue by URL", mutate: func(a *config.TailorArgs) {
+			a.InterruptionQueue = "https://sqs.us-east-1.amazonaws.com/123456789012/tailor-prod"
+		}},
+		{name: "interruption queue on a local endpoint", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "http://127.0.0.1:4566/000000000000/q" }},
+		{name: "interruption queue name with a dot", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "tailor.prod" },
+			want: []string{`args.interruptionQueue: Invalid value: "tailor.prod": not an SQS queue name`}},
+		{name: "interruption queue name too long", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = strings.Repeat("q", 81) },
+			want: []string{"args.interruptionQueue: Invalid value"}},
+		{name: "interruption queue URL without account", mutate: func(a *config.TailorArgs) {
+			a.InterruptionQueue = "https://sqs.us-east-1.amazonaws.com/tailor-prod"
+		}, want: []string{"args.interruptionQueue: Invalid value", "/<12-digit account ID>/<queue name>"}},
+		{name: "interruption queue ARN", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "arn:aws:sqs:us-east-1:123456789012:tailor" },
+			want: []string{"args.interruptionQueue: Invalid value"}},
+		{name: "interruption queue URL of another scheme", mutate: func(a *config.TailorArgs) { a.InterruptionQueue = "ftp://x/123456789012/q" },
+			want: []string{"args.interruptionQueue: Invalid value", "not an SQS queue URL"}},
 		{name: "several errors at once", mutate: func(a *config.TailorArgs) { a.ClusterName = ""; a.Pools[0].Name = "Bad_Name" }, want: []string{"args.clusterName", "args.pools[0].name"}},
 	}
 	for _, tc := range tests {

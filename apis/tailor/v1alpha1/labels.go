@@ -53,6 +53,14 @@ const (
 	// respected, and terminates the instance before the objects go.
 	FinalizerTermination = Group + "/termination"
 
+	// AnnotationInterrupted on a node says EC2 is taking its instance away, and why (a spot
+	// interruption warning, a rebalance recommendation, a scheduled change, or the instance
+	// stopping or terminating); AnnotationInterruptedAt says since when (RFC 3339). Consolidation
+	// then replaces and drains the node (or, for an instance already stopping, removes it at
+	// once); the annotations are that work's whole state, so a restarted leader carries on.
+	AnnotationInterrupted   = Group + "/interrupted"
+	AnnotationInterruptedAt = Group + "/interrupted-at"
+
 	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
 	// whose pool has another fingerprint now has drifted and is replaced.
 	AnnotationPoolHash = Group + "/pool-hash"

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -58,4 +59,13 @@ func withPlainBodiesPricing(o *pricing.Options) {
 	if o.HTTPClient != nil {
 		o.HTTPClient = plainBodyClient{next: o.HTTPClient}
 	}
+}
+
+// PlainBodies wraps an SDK HTTP client in the plainBodyClient work-around, for Tailor's AWS
+// clients built outside this package (SQS); nil stays nil, so the SDK picks its default.
+func PlainBodies(c aws.HTTPClient) aws.HTTPClient {
+	if c == nil {
+		return nil
+	}
+	return plainBodyClient{next: c}
 }

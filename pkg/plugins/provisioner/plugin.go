@@ -25,7 +25,9 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/cloud/eks"
+	"github.com/tailor-eks/tailor/pkg/cloud/sqs"
 	"github.com/tailor-eks/tailor/pkg/consolidation"
+	"github.com/tailor-eks/tailor/pkg/interruption"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/metrics"
@@ -89,12 +91,17 @@ func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object,
 			return nil, fmt.Errorf("%s: EC2 client: %w", Name, err)
 		}
 		klog.FromContext(ctx).Info("Cluster bootstrap settings", "endpoint", cluster.Endpoint, "serviceCIDR", cluster.ServiceCIDR, "ipFamily", cluster.IPFamily)
-		return NewWithCloud(ctx, args, h, provider, configFile)
+		var queue interruption.Queue
+		if args.InterruptionQueue != "" {
+			queue = sqs.New(sqs.NewClient(cfg), args.InterruptionQueue)
+		}
+		return NewWithCloud(ctx, args, h, provider, queue, cfg.Region, configFile)
 	}
 }
 
-// NewWithCloud builds the plugin on a given cloud provider.
-func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, configFile string) (*Plugin, error) {
+// NewWithCloud builds the plugin on a given cloud provider. queue is the interruption queue
+// (nil: interruption handling off), region the cluster's.
+func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, queue interruption.Queue, region, configFile string) (*Plugin, error) {
 	logger := klog.FromContext(ctx).WithName(Name)
 	ctx = klog.NewContext(ctx, logger)
 	store, err := claims.NewStore(h.KubeConfig())
@@ -151,6 +158,7 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	}
 	metrics.Register(metrics.State{PodsWaiting: pl.prov.Waiting, Claims: store.List, Pools: poolNames})
 	consolidation.RegisterMetrics()
+	interruption.RegisterMetrics()
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj interface{}) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -172,6 +180,10 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
 		Framework: consolidationFramework, Launcher: pl.prov.Launcher(), Recorder: h.EventRecorder(),
+	}
+	var interruptions *interruption.Controller
+	if queue != nil {
+		interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: cons, Offerings: pl.prov.Launcher(), Region: region}
 	}
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
 	// which claim, and a claim deleted by anyone releases its pods.
@@ -216,6 +228,17 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 					logger.Error(err, "Consolidation stopped")
 				}
 			}()
+			// Interruptions are acted on by the same leader as consolidation, whose loop
+			// replaces and drains the nodes.
+			if interruptions != nil {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := interruptions.Run(ctx); err != nil {
+						logger.Error(err, "Interruption handling stopped")
+					}
+				}()
+			}
 			if err := lc.Run(ctx); err != nil {
 				logger.Error(err, "Lifecycle controller stopped")
 			}

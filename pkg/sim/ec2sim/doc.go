@@ -1,5 +1,6 @@
 // Package ec2sim is a wire-level simulator of the parts of Amazon EC2 (and of SSM's
-// GetParameter and the Pricing API's GetProducts) that Tailor uses. A *Sim is an http.Handler
+// GetParameter, the Pricing API's GetProducts, EKS's DescribeCluster and the SQS interruption
+// queue) that Tailor uses. A *Sim is an http.Handler
 // that speaks the EC2 Query protocol and the AWS JSON 1.1 protocol to the real aws-sdk-go-v2:
 // point the SDK at it with AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL_SSM and
 // AWS_ENDPOINT_URL_PRICING (or aws.Config.BaseEndpoint), give it any static credentials and
@@ -26,6 +27,25 @@
 // action answers InvalidAction, any other JSON operation UnknownOperationException. Describe calls paginate with MaxResults/NextToken where EC2 does (NextToken is
 // an offset: a listing that changes between pages may skip or repeat items). DryRun=true answers
 // DryRunOperation.
+//
+// SQS calls are POST / with X-Amz-Target AmazonSQS.<Operation> and AWS JSON 1.0 bodies, as the
+// current SDK sends them (point it here with AWS_ENDPOINT_URL_SQS): CreateQueue (attribute
+// VisibilityTimeout), GetQueueUrl, SendMessage, ReceiveMessage and DeleteMessage. Queue URLs are
+// http://<host the client reached>/<account>/<name>; a queue is found by the URL's account and
+// name, whatever the host. ReceiveMessage returns up to MaxNumberOfMessages (1–10) visible
+// messages, oldest first, hiding each for the visibility timeout (the queue's, 30 s by default,
+// or the request's) on the simulator's clock, after which it is received again with a new
+// receipt handle; with WaitTimeSeconds (0–20) it waits, in real time and at most 20 s, until a
+// message is sent. Only the latest receipt handle deletes (an older one succeeds and deletes
+// nothing, as SQS documents). Bodies carry their MD5, which the SDK checks. Errors are JSON
+// {"__type": "com.amazonaws.sqs#<Shape>", …} with the query-protocol code in
+// X-Amzn-Query-Error (AWS.SimpleQueueService.NonExistentQueue, InvalidParameterValue,
+// ReceiptHandleIsInvalid, MissingParameter), which the SDK reports as the error code.
+// Options.Queues creates queues at start (and CreateQueue in-process); SendMessage and SendEvent
+// put a raw body or an EventBridge event (EventBody: spot interruption warning, rebalance recommendation, state
+// change, AWS Health scheduled change) on a queue in-process, and POST /_ec2sim/sqs/<queue>
+// does it over HTTP (a JSON Event, or with ?raw=1 any body); QueueMessages counts what a queue
+// holds, and TerminatedAt tells when an instance was asked to terminate.
 //
 // # The world
 //

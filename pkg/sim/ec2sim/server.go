@@ -20,6 +20,8 @@ type apiError struct {
 	status  int
 	code    string
 	message string
+	// queryCode is the query-protocol code of an SQS error (X-Amzn-Query-Error).
+	queryCode string
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -62,8 +64,6 @@ func init() {
 // maxBody bounds request bodies.
 const maxBody = 8 << 20
 
-// ServeHTTP answers EC2 Query protocol requests, SSM JSON requests (X-Amz-Target:
-// AmazonSSM.*), and GET /_ec2sim/state, a JSON summary of the world for people.
 // record counts and keeps a request (the newest maxRecorded per action) and returns the fault
 // that applies to it, if any.
 func (s *Sim) record(action string, params url.Values) *Fault {
@@ -78,10 +78,18 @@ func (s *Sim) record(action string, params url.Values) *Fault {
 	return s.takeFault(action)
 }
 
+// ServeHTTP answers EC2 Query protocol requests, SSM, Pricing and SQS JSON requests
+// (X-Amz-Target: AmazonSSM.*, AWSPriceListService.*, AmazonSQS.*), EKS REST requests, GET
+// /_ec2sim/state, a JSON summary of the world for people, and POST /_ec2sim/sqs/<queue>, which
+// puts an interruption event (or any body) on a queue (see serveSend).
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	begin := time.Now()
 	if r.Method == http.MethodGet && r.URL.Path == "/_ec2sim/state" {
 		s.serveState(w)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, sendPath) {
+		s.serveSend(w, r)
 		return
 	}
 	if isEKSRequest(r) {

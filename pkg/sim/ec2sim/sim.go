@@ -89,6 +89,8 @@ type Options struct {
 	Clock Clock
 	// Logger receives one debug record per request; defaults to discarding.
 	Logger *slog.Logger
+	// Queues are SQS queues that exist from the start (CreateQueue makes more).
+	Queues []string
 }
 
 func (o Options) withDefaults() Options {
@@ -162,7 +164,9 @@ type Sim struct {
 	images        []*image
 	imageByID     map[string]*image
 	ssmParams     map[string]string
-	cluster       *ClusterInfo // what DescribeCluster reports; nil while "creating"
+	cluster       *ClusterInfo         // what DescribeCluster reports; nil while "creating"
+	queues        map[string]*sqsQueue // SQS queues by name
+	queueSignal   chan struct{}        // closed (and replaced) when a message is sent: wakes long polls
 	templates     []*launchTemplate
 	ltTokens      map[string]*launchTemplate
 	instances     []*instance
@@ -203,11 +207,18 @@ func New(opts Options) *Sim {
 		profileRoles: map[string]string{},
 		capacity:     map[capacityKey]int{},
 		spotSet:      map[spotKey][]pricePoint{},
+		queues:       map[string]*sqsQueue{},
+		queueSignal:  make(chan struct{}),
 	}
 	s.start = s.clock.Now().UTC()
 	s.loadCatalog()
 	s.buildNetwork()
 	s.buildImages()
+	for _, q := range opts.Queues {
+		if err := s.CreateQueue(q); err != nil {
+			panic(fmt.Sprintf("ec2sim: %v", err))
+		}
+	}
 	return s
 }
 
@@ -744,4 +755,17 @@ func (s *Sim) UserData(instanceID string) (string, bool) {
 	}
 	ud, _ := base64.StdEncoding.DecodeString(in.userData)
 	return string(ud), true
+}
+
+// TerminatedAt returns when TerminateInstances first asked to terminate the instance (the
+// simulator's clock); false if it never was, or the instance is unknown. Tests order what
+// happened before a termination against it.
+func (s *Sim) TerminatedAt(instanceID string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.instanceByID[instanceID]
+	if !ok || in.terminating.IsZero() {
+		return time.Time{}, false
+	}
+	return in.terminating, true
 }

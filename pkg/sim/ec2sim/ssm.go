@@ -22,15 +22,23 @@ var jsonHandlers = map[string]jsonHandler{
 	"AWSPriceListService.GetProducts": (*Sim).getProducts,
 }
 
-// serveJSON answers AWS JSON 1.1 protocol requests: SSM GetParameter and Pricing GetProducts.
+// serveJSON answers AWS JSON protocol requests: SSM GetParameter and Pricing GetProducts (JSON
+// 1.1), and the SQS operations (JSON 1.0).
 func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, begin time.Time) {
 	op := target
 	if i := strings.LastIndexByte(target, '.'); i >= 0 {
 		op = target[i+1:]
 	}
+	sqs := strings.HasPrefix(target, "AmazonSQS.")
+	contentType := "application/x-amz-json-1.1"
+	writeErr := func(e *apiError) { s.writeJSONError(w, op, e, begin) }
+	if sqs {
+		contentType = "application/x-amz-json-1.0"
+		writeErr = func(e *apiError) { s.writeSQSError(w, op, e, begin) }
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		s.writeJSONError(w, op, &apiError{status: 400, code: "SerializationException", message: err.Error()}, begin)
+		writeErr(&apiError{status: 400, code: "SerializationException", message: err.Error()})
 		return
 	}
 	var params map[string]any
@@ -38,7 +46,7 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		if err := dec.Decode(&params); err != nil {
-			s.writeJSONError(w, op, &apiError{status: 400, code: "SerializationException", message: err.Error()}, begin)
+			writeErr(&apiError{status: 400, code: "SerializationException", message: err.Error()})
 			return
 		}
 	}
@@ -46,21 +54,24 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 	flattenJSON("", params, rec)
 
 	fault := s.record(op, rec)
-	writeErr := func(e *apiError) { s.writeJSONError(w, op, e, begin) }
 	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {
 		return
 	}
-	h, ok := jsonHandlers[target]
-	if !ok {
-		s.writeJSONError(w, op, &apiError{status: 400, code: "UnknownOperationException", message: fmt.Sprintf("ec2sim does not simulate %s", target)}, begin)
+	var resp any
+	var aerr *apiError
+	if h, ok := jsonHandlers[target]; ok {
+		resp, aerr = h(s, body, params)
+	} else if h, ok := sqsHandlers[target]; ok {
+		resp, aerr = h(s, r, params)
+	} else {
+		writeErr(&apiError{status: 400, code: "UnknownOperationException", message: fmt.Sprintf("ec2sim does not simulate %s", target)})
 		return
 	}
-	resp, aerr := h(s, body, params)
 	if fault != nil && fault.AfterEffect && fault.delayAndFail(r, writeErr) {
 		return
 	}
 	if aerr != nil {
-		s.writeJSONError(w, op, aerr, begin)
+		writeErr(aerr)
 		return
 	}
 	s.mu.Lock()
@@ -74,13 +85,13 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 	s.mu.Unlock()
 	out, err := json.Marshal(resp)
 	if err != nil {
-		s.writeJSONError(w, op, &apiError{status: 500, code: "InternalFailure", message: err.Error()}, begin)
+		writeErr(&apiError{status: 500, code: "InternalFailure", message: err.Error()})
 		return
 	}
 	s.mu.Lock()
 	reqID := s.newRequestID()
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Amzn-RequestId", reqID)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
@@ -143,6 +154,20 @@ func (s *Sim) getParameter(_ []byte, params map[string]any) (any, *apiError) {
 // and in X-Amzn-ErrorType.
 func (s *Sim) writeJSONError(w http.ResponseWriter, op string, e *apiError, begin time.Time) {
 	s.writeErrorBody(w, op, e, begin, "application/x-amz-json-1.1", map[string]string{"__type": e.code, "message": e.message})
+}
+
+// writeSQSError writes an awsJson1.0 SQS error: the shape's qualified name in __type and the
+// query-protocol code in X-Amzn-Query-Error, which the SDK reports as the error code (SQS is
+// query-compatible).
+func (s *Sim) writeSQSError(w http.ResponseWriter, op string, e *apiError, begin time.Time) {
+	if e.queryCode != "" {
+		fault := "Sender"
+		if e.status >= 500 {
+			fault = "Receiver"
+		}
+		w.Header().Set("X-Amzn-Query-Error", e.queryCode+";"+fault)
+	}
+	s.writeErrorBody(w, op, e, begin, "application/x-amz-json-1.0", map[string]string{"__type": "com.amazonaws.sqs#" + e.code, "message": e.message})
 }
 
 // writeErrorBody writes a JSON error body with the headers both JSON

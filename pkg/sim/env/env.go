@@ -199,6 +199,7 @@ func (e *Environment) AWSEnv() map[string]string {
 		"AWS_ENDPOINT_URL_SSM":      e.SimURL,
 		"AWS_ENDPOINT_URL_PRICING":  e.SimURL,
 		"AWS_ENDPOINT_URL_EKS":      e.SimURL,
+		"AWS_ENDPOINT_URL_SQS":      e.SimURL,
 		"AWS_REGION":                e.Region,
 		"AWS_ACCESS_KEY_ID":         TailorAccessKeyID,
 		"AWS_SECRET_ACCESS_KEY":     "sandbox",

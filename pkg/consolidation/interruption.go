@@ -1,0 +1,151 @@
+package consolidation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// Interruptions: EC2 takes an instance away whatever Tailor does (pkg/interruption reads the
+// warnings). The node is annotated with why and since when, and the loop does the rest with
+// the paths it has: replacements first when the pods need new capacity (launchReplacements, the
+// replacement of any consolidation), then the drain once they are up, through the Eviction API
+// with PodDisruptionBudgets honoured (forcedDrainStep: never rolled back, no budget, do-not-disrupt
+// pods evicted too, as the instance goes anyway), then the termination. An instance already
+// stopping or terminating has nothing left to save: its node and claim go at once.
+
+// methodInterruption is the disruption method of an interrupted node.
+const methodInterruption = "interruption"
+
+// Interruption kinds, the values of v1alpha1.AnnotationInterrupted.
+const (
+	InterruptionSpot      = "spot-interruption"
+	InterruptionRebalance = "rebalance-recommendation"
+	InterruptionScheduled = "scheduled-change"
+	// InterruptionStoppedPrefix + the instance state (stopping, stopped, shutting-down,
+	// terminated) marks an instance that is already going.
+	InterruptionStoppedPrefix = "instance-"
+)
+
+// spotPatience is how long an interrupted spot node waits for its replacements before it drains
+// anyway: the warning comes two minutes before EC2 reclaims the instance, and the pods need the
+// rest of that time to leave gracefully.
+const spotPatience = 60 * time.Second
+
+// interruption returns the node's interruption kind, or "".
+func interruption(n *corev1.Node) string { return n.Annotations[v1alpha1.AnnotationInterrupted] }
+
+// instanceGoing says whether the node's instance is already stopping or terminating.
+func instanceGoing(n *corev1.Node) bool {
+	return strings.HasPrefix(interruption(n), InterruptionStoppedPrefix)
+}
+
+// impatient says whether an interrupted node should drain now, replacements up or not.
+func (c *Controller) impatient(n *corev1.Node) bool {
+	if interruption(n) != InterruptionSpot {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, n.Annotations[v1alpha1.AnnotationInterruptedAt])
+	return err != nil || c.now().Sub(at) >= spotPatience
+}
+
+// Interrupt tells the loop that EC2 is taking the claim's instance away, for the reason kind
+// (an Interruption* value; InterruptionStoppedPrefix+state for an instance already going). It
+// says whether anything new happens: false for a node already marked, so a repeated message
+// does nothing. Before anything new happens, first is called: the caller marks the offering
+// unavailable there, before the loop can plan replacements onto it. A claim whose node has not
+// registered carries no pods: its instance is terminated and the claim deleted at once (its
+// waiting pods are planned again). The caller has checked that the claim is Tailor's; the
+// instance is terminated only if its own tags name the claim.
+func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, first func()) (bool, error) {
+	logger := klog.FromContext(ctx).WithValues("claim", claimName, "interruption", kind)
+	cl, err := c.Claims.Fetch(ctx, claimName)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if cl.Status.Phase != v1alpha1.ClaimRegistered || cl.Status.NodeName == "" {
+		if cl.DeletionTimestamp != nil {
+			return false, nil // being removed already
+		}
+		first()
+		if id := cl.Status.InstanceID; id != "" {
+			if err := c.terminateOwned(ctx, cl); err != nil {
+				return false, err
+			}
+		}
+		if err := c.Claims.Delete(ctx, cl.Name); err != nil {
+			return false, err
+		}
+		removed.WithLabelValues(methodInterruption).Inc()
+		logger.Info("Removed interrupted claim before its node registered", "instance", cl.Status.InstanceID)
+		return true, nil
+	}
+	// A repeated message writes nothing: a stop or termination overrides a warning (nothing is
+	// left to drain), nothing overrides a stop, and one warning is as good as another.
+	cur, err := c.Client.CoreV1().Nodes().Get(ctx, cl.Status.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if prev := interruption(cur); prev == kind || instanceGoing(cur) || prev != "" && !strings.HasPrefix(kind, InterruptionStoppedPrefix) {
+		return false, nil
+	}
+	first()
+	n, err := c.updateNode(ctx, cl.Status.NodeName, func(n *corev1.Node) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationInterrupted] = kind
+		if _, ok := n.Annotations[v1alpha1.AnnotationInterruptedAt]; !ok {
+			n.Annotations[v1alpha1.AnnotationInterruptedAt] = c.now().UTC().Format(time.RFC3339)
+		}
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	logger.Info("Node interrupted", "node", n.Name, "instance", cl.Status.InstanceID)
+	c.Recorder.Eventf(n, nil, corev1.EventTypeWarning, "Interrupted", "Interrupt", "EC2 is taking this node's instance away (%s): Tailor replaces and drains it", kind)
+	c.Prompt()
+	return true, nil
+}
+
+// terminateOwned terminates the claim's instance if its own tags name the claim.
+func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) error {
+	cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
+	defer cancel()
+	ins, err := c.Cloud.Instances(cctx, map[string]string{v1alpha1.TagClaim: cl.Name})
+	if err != nil {
+		return fmt.Errorf("describing instance %s: %w", cl.Status.InstanceID, err)
+	}
+	for _, in := range ins {
+		if in.ID == cl.Status.InstanceID {
+			return c.Cloud.Terminate(cctx, in.ID)
+		}
+	}
+	return nil
+}
+
+// interruptedDecision is the decision of an interrupted node: every pod but those that stay
+// with the node (DaemonSet, mirror, finished) leaves, whatever would block a consolidation.
+func interruptedDecision(o *ownedNode, pods []*corev1.Pod) decision {
+	var evict []*corev1.Pod
+	for _, p := range pods {
+		if v, _ := judge(p, nil); v != skip {
+			evict = append(evict, p)
+		}
+	}
+	return decision{node: o, method: methodInterruption, why: "EC2 is taking it away: " + interruption(o.node), evict: evict}
+}
