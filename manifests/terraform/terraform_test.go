@@ -1065,6 +1065,7 @@ func TestHelmReleaseValues(t *testing.T) {
 		{"settings.region", "data.aws_region.current", ""},
 		{"settings.clusterEndpoint", "var.cluster_endpoint", ""},
 		{"settings.clusterCABundle", "var.cluster_ca_bundle", ""},
+		{"settings.interruptionQueue", "aws_sqs_queue.interruption.name", ""},
 		{"serviceAccount.name", "var.service_account", ""},
 		{"serviceAccount.annotations.eks.amazonaws.com/role-arn", "aws_iam_role.controller.arn", "var.identity"},
 		{"controller.image.repository", "var.image_repository", ""},

@@ -105,7 +105,9 @@ func run(m *testing.M) int {
 // signs with its own), and the IAM policy simulator must allow each one, while every action the
 // policy allows must have been needed (see pkg/sim/iamcheck for what this does not prove).
 func checkIAMPolicy() error {
-	c, err := iamcheck.New(iamcheck.TestValues(clusterName, nodeRole))
+	v := iamcheck.TestValues(clusterName, nodeRole)
+	v.QueueARN = fmt.Sprintf("arn:%s:sqs:%s:%s:%s", iamcheck.TestPartition, iamcheck.TestRegion, iamcheck.TestAccountID, interruptionQueue)
+	c, err := iamcheck.New(v)
 	if err != nil {
 		return err
 	}

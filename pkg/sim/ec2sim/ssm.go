@@ -81,6 +81,12 @@ func (s *Sim) serveJSON(w http.ResponseWriter, r *http.Request, target string, b
 		s.authorizeAs(principalOf(r), "ssm:GetParameter", []AuthorizedResource{{Type: "parameter", ID: name, Tags: map[string]string{}}}, nil)
 	case "AWSPriceListService.GetProducts":
 		s.authorizeAs(principalOf(r), "pricing:GetProducts", nil, nil)
+	case "AmazonSQS.GetQueueUrl", "AmazonSQS.ReceiveMessage", "AmazonSQS.DeleteMessage", "AmazonSQS.SendMessage", "AmazonSQS.CreateQueue":
+		name, _ := params["QueueName"].(string)
+		if u, ok := params["QueueUrl"].(string); ok {
+			name = u[strings.LastIndexByte(u, '/')+1:]
+		}
+		s.authorizeAs(principalOf(r), "sqs:"+op, []AuthorizedResource{{Type: "queue", ID: name, Tags: map[string]string{}}}, nil)
 	}
 	s.mu.Unlock()
 	out, err := json.Marshal(resp)

@@ -15,6 +15,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/cloud/eks"
+	"github.com/tailor-eks/tailor/pkg/cloud/sqs"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
@@ -25,7 +26,7 @@ const tailorKey = "AKIDTAILOR"
 // tailorCalls drives the EC2 provider and the EKS lookup against the simulator through every
 // call Tailor makes: the cluster endpoint, the catalog and prices, the network, an on-demand and
 // a spot launch (with the tags the launcher sends), the listing and termination of instances,
-// and the launch template collection. It returns the simulator's authorization log.
+// the launch template collection, and the interruption queue. It returns the simulator's authorization log.
 func tailorCalls(t *testing.T) []ec2sim.AuthorizationRequest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -89,6 +90,22 @@ func tailorCalls(t *testing.T) []ec2sim.AuthorizationRequest {
 		if err := p.DeleteLaunchTemplate(ctx, lt.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The interruption queue (named like the cluster, as TestValues' queue ARN): resolve it,
+	// receive a message, delete it.
+	if err := sim.CreateQueue(cluster); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.SendMessage(cluster, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	q := sqs.New(sqs.NewClient(cfg), cluster)
+	msgs, err := q.Receive(ctx)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %v %v", msgs, err)
+	}
+	if err := q.Delete(ctx, msgs[0]); err != nil {
+		t.Fatal(err)
 	}
 	return Of(sim.AuthorizationLog(), tailorKey)
 }

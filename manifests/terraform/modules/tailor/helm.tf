@@ -23,6 +23,7 @@ resource "helm_release" "tailor" {
       kubernetesVersion = var.kubernetes_version
       clusterEndpoint   = var.cluster_endpoint
       clusterCABundle   = var.cluster_ca_bundle
+      interruptionQueue = aws_sqs_queue.interruption.name
     }
     serviceAccount = {
       # Named here, not left to the chart's default, so that the IRSA trust and the Pod Identity

@@ -1,6 +1,6 @@
-# The interruption queue and the EventBridge rules that feed it, as Karpenter sets them up. Tailor
-# does not read the queue yet: it is created now so that the interruption handling that lands
-# later needs no new infrastructure, and the controller policy is given its ARN (queue_arn).
+# The interruption queue and the EventBridge rules that feed it, as Karpenter sets them up. The
+# chart's settings.interruptionQueue names it to Tailor, and the controller policy lets Tailor
+# read and delete its messages (queue_arn).
 
 resource "aws_sqs_queue" "interruption" {
   name = local.queue_name

@@ -29,7 +29,7 @@ output "node_instance_profile_arn" {
 }
 
 output "interruption_queue_name" {
-  description = "Name of the SQS interruption queue, for the interruption handling that lands later (the chart has no setting for it yet)."
+  description = "Name of the SQS interruption queue (the chart's settings.interruptionQueue)."
   value       = aws_sqs_queue.interruption.name
 }
 
