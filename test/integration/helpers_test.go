@@ -79,6 +79,15 @@ func resetCluster(t *testing.T, ns string) {
 	if err != nil {
 		t.Errorf("launched nodes did not go away: %v", err)
 	}
+	// A claim still launching when it was deleted goes once its launch ends; until then it is
+	// in-flight capacity the next test's pods would be planned onto.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := dc.Resource(v1alpha1.ClaimResource).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("claims did not go away: %v", err)
+	}
 }
 
 type podOption func(*corev1.Pod)

@@ -72,7 +72,9 @@ func TestInterruptionReplacesDrainsThenTerminates(t *testing.T) {
 	if _, err := world.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createDeployment(t, ns, "web", 3, podSpec("400m", "512Mi", withToleration("tailor.dev/spot", "true")))
+	// Small enough that the cheapest plan is one node for all three (with 400m each, two
+	// c7g.medium spot nodes can cost less than one c7g.large).
+	createDeployment(t, ns, "web", 3, podSpec("250m", "256Mi", withToleration("tailor.dev/spot", "true")))
 	node, claim := spotNodeOf(t, ns, 3)
 	id := claim.Status.InstanceID
 	claimsBefore := len(listClaims(t))

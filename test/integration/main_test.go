@@ -112,6 +112,14 @@ func checkIAMPolicy() error {
 		return err
 	}
 	log := iamcheck.Of(world.Sim.AuthorizationLog(), env.TailorAccessKeyID)
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
+		// Part of the suite: its calls must be allowed, but it need not use every action.
+		if err := c.VerifyAllowed(log); err != nil {
+			return err
+		}
+		fmt.Printf("controller IAM policy: the simulator allowed all %d distinct authorization requests (a -run subset: unused actions not checked)\n", len(log))
+		return nil
+	}
 	if err := c.Verify(log); err != nil {
 		return err
 	}
