@@ -167,6 +167,9 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 		logger.Error(err, "Cannot delete claim; the lifecycle controller will")
 	}
 	method := "unknown"
+	if lifecycle.Deleting(o.claim, o.node) {
+		method = "deleted" // the claim or its node was deleted (by a user, or the orphan sweep)
+	}
 	if interruption(o.node) != "" {
 		method = methodInterruption // an instance already going is removed without a taint
 	}

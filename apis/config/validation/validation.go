@@ -346,8 +346,13 @@ func validateTaints(path *field.Path, taints []corev1.Taint) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range taints {
 		tp := path.Index(i)
-		if t.Key == v1alpha1.TaintUnregistered {
+		switch t.Key {
+		case v1alpha1.TaintUnregistered:
 			errs = append(errs, field.Forbidden(tp.Child("key"), "reserved for Tailor's registration"))
+		case v1alpha1.TaintDisrupting:
+			// Consolidation reads this taint as its own mark of a node being drained: a pool
+			// that set it would have every node look mid-drain.
+			errs = append(errs, field.Forbidden(tp.Child("key"), "reserved for Tailor's consolidation"))
 		}
 		for _, msg := range validation.IsQualifiedName(t.Key) {
 			errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))

@@ -80,6 +80,10 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "kubelet-restricted label", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"team.kubernetes.io/x": "y"} }, want: []string{"args.pools[0].labels[team.kubernetes.io/x]: Forbidden"}},
 		{name: "kubelet's own label namespace is fine", mutate: func(a *config.TailorArgs) { a.Pools[0].Labels = map[string]string{"node.kubernetes.io/role": "web"} }},
 		{name: "reserved taint", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Key = "tailor.dev/unregistered" }, want: []string{"args.pools[0].taints[0].key: Forbidden"}},
+		{name: "consolidation's taint", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Key = "tailor.dev/disrupting" }, want: []string{"args.pools[0].taints[0].key: Forbidden"}},
+		{name: "consolidation's taint as a startup taint", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].StartupTaints = []corev1.Taint{{Key: "tailor.dev/disrupting", Effect: corev1.TaintEffectNoSchedule}}
+		}, want: []string{"args.pools[0].startupTaints[0].key: Forbidden"}},
 		{name: "EKS cluster names may have capitals and underscores", mutate: func(a *config.TailorArgs) { a.ClusterName = "Prod_EU" }},
 		{name: "bad consolidation policy", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.ConsolidationPolicy = "Always" }, want: []string{`args.pools[0].disruption.consolidationPolicy: Unsupported value: "Always"`}},
 		{name: "negative consolidateAfter", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.ConsolidateAfter.Duration = -time.Second }, want: []string{"args.pools[0].disruption.consolidateAfter: Invalid value"}},
