@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,7 +78,9 @@ const sweepLimit = 16
 // every pod placed so far) accepts it, else onto a new node of the class's cheapest-per-pod
 // template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
-	plan := pl.newPlanState(ctx, nil).run(pods)
+	// The class verdicts on the templates are the same for every way of planning these pods.
+	verdicts := map[uint64]*verdict{}
+	plan := pl.newPlanState(ctx, nil).with(verdicts).run(pods)
 	if len(pods) > portfolioPods {
 		return plan
 	}
@@ -85,7 +88,7 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 		func(ps *planState) { ps.noLP = true },
 		func(ps *planState) { ps.noWhole = true },
 	} {
-		ps := pl.newPlanState(ctx, nil)
+		ps := pl.newPlanState(ctx, nil).with(verdicts)
 		variant(ps)
 		plan = cheaper(plan, ps.run(pods))
 	}
@@ -96,26 +99,33 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 		for _, n := range plan.Nodes {
 			excluded[n.Template.Type.Name] = true
 		}
-		var rest []*Template
-		for _, t := range pl.Templates {
-			if !excluded[t.Type.Name] {
-				rest = append(rest, t)
-			}
-		}
-		if len(rest) == 0 {
-			break
-		}
-		plan = cheaper(plan, (&Planner{Templates: rest, MaxAlternatives: pl.MaxAlternatives}).newPlanState(ctx, nil).run(pods))
+		ps := pl.newPlanState(ctx, nil).with(verdicts)
+		ps.excluded = excluded
+		plan = cheaper(plan, ps.run(pods))
 	}
 	return plan
+}
+
+// verdict is what the Filter plugins said of a class on every template: the templates that
+// accept it, and why the others refused.
+type verdict struct {
+	accepted []int
+	reasons  map[string]int
+}
+
+// with shares a cache of class verdicts between the plans of one batch.
+func (ps *planState) with(verdicts map[uint64]*verdict) *planState {
+	ps.verdicts = verdicts
+	return ps
 }
 
 // excludeRounds bounds how often Plan plans again without the types its best plan used.
 const excludeRounds = 2
 
-// cheaper is the cheaper of two plans of the same pods: a, unless b costs less, leaves no pod
-// unschedulable that a places, and keeps every pod in the pool weight a gives it. The plan returned keeps a's lower bound (the first plan's, over
-// every template: b may come from fewer), which then counts only pods both place.
+// cheaper is the cheaper of two plans of the same pods: a, unless b costs less and leaves no
+// pod unschedulable that a places. The plan returned keeps a's lower bound (the first plan's,
+// over every template the classes accept: b may have had types excluded), which then counts
+// only pods both place.
 func cheaper(a, b *Plan) *Plan {
 	if b.PricePerHour() >= a.PricePerHour()-1e-9 {
 		return a
@@ -129,25 +139,7 @@ func cheaper(a, b *Plan) *Plan {
 			return a
 		}
 	}
-	// b may come from fewer templates, where a pod's highest-weight pool can be another: it must
-	// not move a pod to another pool's weight than a gives it.
-	weight := map[*corev1.Pod]int32{}
-	for _, c := range a.classes {
-		if len(c.compatible) == 0 {
-			continue
-		}
-		for _, p := range c.pods {
-			weight[p.Pod] = a.templates[c.compatible[0]].Pool.Weight
-		}
-	}
-	for _, n := range b.Nodes {
-		for _, p := range n.Pods {
-			if w, ok := weight[p.Pod]; ok && w != n.Template.Pool.Weight {
-				return a
-			}
-		}
-	}
-	b.templates, b.classes = a.templates, a.classes
+	b.classes = a.classes
 	return b
 }
 
@@ -237,8 +229,11 @@ type planState struct {
 	cluster *Cluster
 	removed []*clusterNode
 	// noLP leaves both LPs out (packByLP and the mix): pods go to the cheapest type per pod.
-	// noWhole leaves packWhole out of packByLP.
+	// noWhole leaves packWhole out of packByLP. excluded types are not planned onto.
 	noLP, noWhole bool
+	excluded      map[string]bool
+	// verdicts, if set, caches the classes' verdicts between plans of the same pods.
+	verdicts map[uint64]*verdict
 }
 
 type openNode struct {
@@ -297,7 +292,7 @@ func (ps *planState) classify(pods []*Pod) []*class {
 		k := classKey(p)
 		c, ok := byKey[k]
 		if !ok {
-			c = &class{key: k, reasons: map[string]int{}, interPod: hasInterPodTerms(p.Pod), spreadKeys: hardSpreadKeys(p.Pod)}
+			c = &class{key: k, interPod: hasInterPodTerms(p.Pod), spreadKeys: hardSpreadKeys(p.Pod)}
 			byKey[k] = c
 			classes = append(classes, c)
 		}
@@ -316,16 +311,29 @@ func (ps *planState) classify(pods []*Pod) []*class {
 				}
 			}
 		}
-		rep := c.rep()
-		var accepted []int
-		for ti := range ps.pl.Templates {
-			if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" {
-				c.reasons[r]++
-				continue
+		v := ps.verdicts[c.key]
+		if v == nil {
+			v = &verdict{reasons: map[string]int{}}
+			rep := c.rep()
+			for ti := range ps.pl.Templates {
+				if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" {
+					v.reasons[r]++
+					continue
+				}
+				v.accepted = append(v.accepted, ti)
 			}
-			accepted = append(accepted, ti)
+			if ps.verdicts != nil {
+				ps.verdicts[c.key] = v
+			}
 		}
-		c.compatible = ps.topTier(c, accepted)
+		c.reasons = v.reasons
+		// The pool tier comes from every template the class accepts; excluded types leave it
+		// (and leave the class no template if they were all it had), never move it to a
+		// lower-weight pool.
+		c.compatible = ps.topTier(c, v.accepted)
+		if len(ps.excluded) > 0 {
+			c.compatible = slices.DeleteFunc(slices.Clone(c.compatible), func(ti int) bool { return ps.excluded[ps.pl.Templates[ti].Type.Name] })
+		}
 		c.compatibleSet = make(map[int]bool, len(c.compatible))
 		for _, ti := range c.compatible {
 			c.compatibleSet[ti] = true
