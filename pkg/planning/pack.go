@@ -19,7 +19,7 @@ const (
 	maxPackGroups = 64
 )
 
-// packGroup is the pods of one LP group: pods of one class, of one shape or of similar shapes.
+// packGroup is the pods of one LP group: pods of one class and one shape.
 type packGroup struct {
 	class   *class
 	members []*member // not yet placed, largest first
