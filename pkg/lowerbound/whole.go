@@ -27,13 +27,21 @@ type WholeGroup struct {
 // estimate of the configuration LP's optimum, not a bound: Solution.Bound is the solution's
 // cost. In Solution.Patterns, Share[g] is the content's k_g over Count, Nodes the nodes to buy.
 func Whole(types []Type, groups []WholeGroup) (Solution, error) {
+	sol, _, err := whole(types, groups, false)
+	return sol, err
+}
+
+// whole runs Whole's column generation. With certify, once the greedy knapsack finds no content
+// worth buying, contents are priced exactly (bestContent) for a few more rounds, and each of
+// those rounds yields a certified lower bound (see WholeBound); the largest is returned.
+func whole(types []Type, groups []WholeGroup, certify bool) (Solution, float64, error) {
 	dims := -1
 	if len(types) > 0 {
 		dims = len(types[0].Capacity)
 	}
 	for i, t := range types {
 		if len(t.Capacity) != dims || !finiteNonNeg(t.Price) {
-			return Solution{}, fmt.Errorf("lowerbound: type %d (%s): malformed capacity or price", i, t.Name)
+			return Solution{}, 0, fmt.Errorf("lowerbound: type %d (%s): malformed capacity or price", i, t.Name)
 		}
 	}
 	// Types with equal price and capacity (one type in several zones) are one to the LP when the
@@ -47,14 +55,14 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 	var live []int // indexes into groups with pods
 	for g, gr := range groups {
 		if len(gr.Size) != dims || gr.Count < 0 {
-			return Solution{}, fmt.Errorf("lowerbound: group %d: malformed size or count", g)
+			return Solution{}, 0, fmt.Errorf("lowerbound: group %d: malformed size or count", g)
 		}
 		if gr.Count > 0 {
 			live = append(live, g)
 		}
 	}
 	if len(live) == 0 {
-		return Solution{}, nil
+		return Solution{}, 0, nil
 	}
 	byKey := map[string]*wtype{}
 	var wtypes []*wtype
@@ -74,7 +82,7 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 	for u, g := range live {
 		for _, t := range groups[g].Types {
 			if t < 0 || t >= len(types) {
-				return Solution{}, fmt.Errorf("lowerbound: group %d: type index %d out of range [0, %d)", g, t, len(types))
+				return Solution{}, 0, fmt.Errorf("lowerbound: group %d: type index %d out of range [0, %d)", g, t, len(types))
 			}
 			if types[t].Price > 0 && holds(t, groups[g].Size) >= 1 && !slices.Contains(users[t], u) {
 				users[t] = append(users[t], u)
@@ -118,7 +126,7 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 			}
 		}
 		if best == nil {
-			return Solution{}, fmt.Errorf("lowerbound: infeasible: group %d fits none of its types", g)
+			return Solution{}, 0, fmt.Errorf("lowerbound: infeasible: group %d fits none of its types", g)
 		}
 		k := make([]int, ng)
 		k[u] = bestK
@@ -135,6 +143,7 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 	}
 
 	var x []float64
+	exact, exactRounds, certified := false, 0, 0.0
 	for round := 0; ; round++ {
 		n := ng + len(cols)
 		A := mat.NewDense(ng, n, nil)
@@ -157,7 +166,7 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 		_, xs, err := simplex(c, A, b, basis)
 		if err != nil {
 			if x == nil {
-				return Solution{}, fmt.Errorf("lowerbound: whole-pod master LP (%d groups, %d columns): %w", ng, len(cols), err)
+				return Solution{}, 0, fmt.Errorf("lowerbound: whole-pod master LP (%d groups, %d columns): %w", ng, len(cols), err)
 			}
 			cols = cols[:len(x)-ng] // the last master that solved, and its solution
 			break
@@ -173,14 +182,40 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 		added := 0
 		value := make([]float64, ng) // per pod, in units of scale
 		for g := range value {
-			value[g] = u[g] / count[g]
+			value[g] = max(u[g], 0) / count[g]
 		}
-		for _, ty := range wtypes {
-			k, v := knapsack(ty.cap, ty.users, value, func(u int) []float64 { return groups[live[u]].Size }, func(u int) int { return groups[live[u]].Count })
-			if v > ty.price/scale*(1+priceTol) {
-				cols = append(cols, wcol{ty, k})
-				cost = append(cost, ty.price/scale)
-				added++
+		size := func(u int) []float64 { return groups[live[u]].Size }
+		podCount := func(u int) int { return groups[live[u]].Count }
+		if !exact {
+			for _, ty := range wtypes {
+				k, v := knapsack(ty.cap, ty.users, value, size, podCount)
+				if v > ty.price/scale*(1+priceTol) {
+					cols = append(cols, wcol{ty, k})
+					cost = append(cost, ty.price/scale)
+					added++
+				}
+			}
+			exact = added == 0 && certify
+		}
+		if exact {
+			// Farley's bound: u is feasible for the configuration LP's dual once divided by the
+			// most any content is worth per unit of its type's price (at least 1).
+			sum, worst := 0.0, 1.0
+			for g := range value {
+				sum += value[g] * count[g]
+			}
+			for _, ty := range wtypes {
+				k, v, ub := bestContent(ty.cap, ty.users, value, size, podCount)
+				worst = max(worst, ub/(ty.price/scale))
+				if v > ty.price/scale*(1+priceTol) {
+					cols = append(cols, wcol{ty, k})
+					cost = append(cost, ty.price/scale)
+					added++
+				}
+			}
+			certified = max(certified, sum/worst*scale)
+			if exactRounds++; exactRounds == maxExactRounds {
+				break
 			}
 		}
 		if added == 0 {
@@ -201,9 +236,9 @@ func Whole(types []Type, groups []WholeGroup) (Solution, error) {
 		}
 	}
 	if len(sol.Patterns) == 0 {
-		return Solution{}, errors.New("lowerbound: whole-pod master LP bought nothing")
+		return Solution{}, 0, errors.New("lowerbound: whole-pod master LP bought nothing")
 	}
-	return sol, nil
+	return sol, certified, nil
 }
 
 // knapsack fills one node of capacity cap with whole pods of the users (at most count(u) of

@@ -14,10 +14,12 @@ type classSummary struct {
 	compatible []int
 }
 
-// LowerBound is the cost of the plan's pods if they could be split across nodes at will: the
-// LP relaxation in which every class may use only the templates its Filter verdict allows and
-// every node offers its allocatable (less DaemonSets). No plan can be cheaper; the gap to
-// PricePerHour says how close to optimal this one is. Pods the plan could not place are not
+// LowerBound is a cost no plan of the plan's pods can beat, from two LP relaxations in which
+// every class may use only the templates its Filter verdict allows and every node offers its
+// allocatable (less DaemonSets): pods split across nodes at will (lowerbound.Bound), and, for
+// up to maxWholeBoundGroups shapes, whole pods in fractional numbers of nodes (the
+// configuration LP, lowerbound.WholeBound); it is the larger. The gap to PricePerHour says how
+// close to optimal the plan is. Pods the plan could not place are not
 // counted. Constraints among pods (anti-affinity, spread) are not in the LP, so a plan they
 // force apart may sit well above it.
 func (p *Plan) LowerBound() (float64, error) {
@@ -104,8 +106,31 @@ func (p *Plan) LowerBound() (float64, error) {
 	for i, t := range p.templates {
 		types[i] = lowerbound.Type{Name: t.Key(), Price: t.Offering.PricePerHour, Capacity: floats(avail[i], len(d.names))}
 	}
-	return lowerbound.Bound(types, groups)
+	split, err := lowerbound.Bound(types, groups)
+	if err != nil || len(groups) > maxWholeBoundGroups {
+		return split, err
+	}
+	// The same groups in whole pods: the configuration LP, certified (lowerbound.WholeBound).
+	// Both are bounds, so the larger is. Should it fail, the split-pod bound stands alone.
+	var whole []lowerbound.WholeGroup
+	for i, c := range p.classes {
+		for _, sh := range classShapes[i] {
+			types := holding(c.compatible, avail, sh.req)
+			if len(types) == 0 {
+				return split, nil // a pod no template holds whole: only the split bound applies
+			}
+			whole = append(whole, lowerbound.WholeGroup{Size: floats(sh.req, len(d.names)), Count: int(sh.count), Types: types})
+		}
+	}
+	if wb, err := lowerbound.WholeBound(types, whole); err == nil {
+		return max(split, wb), nil
+	}
+	return split, nil
 }
+
+// maxWholeBoundGroups bounds the groups for which LowerBound also solves the whole-pod
+// configuration LP, whose exact pricing grows with the groups a node type may mix.
+const maxWholeBoundGroups = 64
 
 // maxBoundGroups bounds the groups of LowerBound's LP (see roundDown).
 const maxBoundGroups = 200

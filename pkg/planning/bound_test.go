@@ -12,10 +12,12 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
-// For pods of one shape the LP relaxation has a closed form: the cheapest type per pod, each
-// type's pods-per-node fractional (min over resources of available / request). The bound must
-// meet it exactly: lower would mean it lets cpu and memory of the same pods go to different
-// types (what a per-resource split did, ~40% low on mixed workloads); higher, it is no bound.
+// For pods of one shape both LP relaxations have a closed form: the cheapest type per pod, each
+// type's pods-per-node (min over resources of available / request) whole in the configuration
+// LP and fractional in the split one. The bound must meet the whole-pod form exactly: lower
+// would mean it lets cpu and memory of the same pods go to different types (what a
+// per-resource split did, ~40% low on mixed workloads), or splits a pod across nodes; higher,
+// it is no bound.
 func TestLowerBoundOneShape(t *testing.T) {
 	amd64 := config.Pool{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{
 		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}
@@ -63,11 +65,13 @@ func TestLowerBoundOneShape(t *testing.T) {
 					perNode = math.Min(perNode, float64(a.MilliValue())/float64(q.MilliValue()))
 				}
 				pods := tmpl.Available[corev1.ResourcePods]
-				perNode = math.Min(perNode, float64(pods.Value()))
-				want = math.Min(want, float64(tc.n)/perNode*tmpl.Offering.PricePerHour)
+				perNode = math.Floor(math.Min(perNode, float64(pods.Value())) * (1 + 1e-12))
+				if perNode >= 1 {
+					want = math.Min(want, float64(tc.n)/perNode*tmpl.Offering.PricePerHour)
+				}
 			}
 			if math.Abs(got-want) > 1e-6*want {
-				t.Errorf("bound %.6f, want the one-shape optimum %.6f", got, want)
+				t.Errorf("bound %.6f, want the one-shape whole-pod optimum %.6f", got, want)
 			}
 			if got > plan.PricePerHour()+1e-9 {
 				t.Errorf("bound %.6f above the plan's %.6f", got, plan.PricePerHour())
