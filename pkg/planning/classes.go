@@ -38,6 +38,10 @@ type class struct {
 	// to the highest-weight pool that has any; compatibleSet is the same as a set.
 	compatible    []int
 	compatibleSet map[int]bool
+	// tierSet is compatibleSet before a plan's excluded types left it: nodes are opened on
+	// compatible templates only, but finished on the cheapest of the tier, so a plan that
+	// excluded a type still gives its nodes that type when it is the cheapest that holds them.
+	tierSet map[int]bool
 	// reasons counts why templates were rejected, for the explanation.
 	reasons map[string]int
 	// interPod marks classes with required pod affinity or anti-affinity terms. They are placed

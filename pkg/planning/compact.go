@@ -83,6 +83,10 @@ func (ps *planState) compact() (moved int) {
 	if len(nodes) <= mergeNodes {
 		moved += ps.merge(nodes, hostSelectors, states)
 	}
+	if len(nodes) <= transferNodes {
+		moved += ps.gather(nodes, hostSelectors, states)
+		moved += ps.transfer(nodes, hostSelectors, states)
+	}
 	return moved
 }
 

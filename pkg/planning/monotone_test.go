@@ -14,9 +14,10 @@ import (
 
 // TestMoreTypesNeverDearer plans random workloads over a random set of the real catalog's types
 // and over a superset of it. The planner is a heuristic, so this states how close to monotone
-// it is, over these seeded trials: a superset's plan may cost more in at most 2.5% of trials,
-// and then by at most 5% (measured: 4 of 200, worst +4.9%; before Plan kept the cheapest of
-// several plans and merged nodes, 9 of 60 with a worst of +1030%).
+// it is, over these seeded trials: a superset's plan may cost more in at most 1% of trials,
+// and then by at most 1% (measured: 1 of 200, worst +0.15%; 4 of 200 and +4.9% before nodes
+// were finished on excluded types, gathered and transferred between; 9 of 60 with a worst of
+// +1030% before Plan kept the cheapest of several plans and merged nodes).
 func TestMoreTypesNeverDearer(t *testing.T) {
 	all := everyTypeTemplates(t)
 	var names []string
@@ -70,9 +71,9 @@ func TestMoreTypesNeverDearer(t *testing.T) {
 			t.Logf("trial %d: $%.4f/h with %d types, $%.4f/h with %d of them (+%.1f%%)", trial, big.PricePerHour(), len(super), small.PricePerHour(), len(sub), 100*over)
 		}
 	}
-	t.Logf("%d of %d trials dearer with more types, worst +%.1f%%", dearer, trials, 100*worst)
-	if dearer > trials/40 || worst > 0.05 {
-		t.Errorf("%d of %d trials dearer with more types (at most %d), worst +%.1f%% (at most +5%%)", dearer, trials, trials/40, 100*worst)
+	t.Logf("%d of %d trials dearer with more types, worst +%.2f%%", dearer, trials, 100*worst)
+	if dearer > trials/100 || worst > 0.01 {
+		t.Errorf("%d of %d trials dearer with more types (at most %d), worst +%.2f%% (at most +1%%)", dearer, trials, trials/100, 100*worst)
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
 // Plan is the planner's answer for one batch.
@@ -234,6 +237,8 @@ type planState struct {
 	excluded      map[string]bool
 	// verdicts, if set, caches the classes' verdicts between plans of the same pods.
 	verdicts map[uint64]*verdict
+	// byOffering groups the templates for sameOffering.
+	byOffering map[offeringGroup][]int
 }
 
 type openNode struct {
@@ -331,12 +336,17 @@ func (ps *planState) classify(pods []*Pod) []*class {
 		// (and leave the class no template if they were all it had), never move it to a
 		// lower-weight pool.
 		c.compatible = ps.topTier(c, v.accepted)
+		c.tierSet = make(map[int]bool, len(c.compatible))
+		for _, ti := range c.compatible {
+			c.tierSet[ti] = true
+		}
+		c.compatibleSet = c.tierSet
 		if len(ps.excluded) > 0 {
 			c.compatible = slices.DeleteFunc(slices.Clone(c.compatible), func(ti int) bool { return ps.excluded[ps.pl.Templates[ti].Type.Name] })
-		}
-		c.compatibleSet = make(map[int]bool, len(c.compatible))
-		for _, ti := range c.compatible {
-			c.compatibleSet[ti] = true
+			c.compatibleSet = make(map[int]bool, len(c.compatible))
+			for _, ti := range c.compatible {
+				c.compatibleSet[ti] = true
+			}
 		}
 	}
 	// Classes without inter-pod terms or spread first, then spread classes (so the nodes the
@@ -681,17 +691,17 @@ func (ps *planState) holders(n *openNode, max int) []int {
 func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bool, max int, below float64) []int {
 	var first *Template
 	var out []int
-	for ti, t := range ps.pl.Templates { // templates are sorted by price
+	for _, ti := range ps.sameOffering(opened) { // sorted by price
+		t := ps.pl.Templates[ti]
 		if len(out) == max || t.Offering.PricePerHour >= below {
 			break
 		}
-		if t.Pool != opened.Pool || t.Offering.Zone != opened.Offering.Zone || t.Offering.CapacityType != opened.Offering.CapacityType ||
-			first != nil && !launchableTogether(t, first) || !fits(ps.avail[ti], nil, used) {
+		if first != nil && !launchableTogether(t, first) || !fits(ps.avail[ti], nil, used) {
 			continue
 		}
 		ok := true
 		for c := range classes {
-			if !c.compatibleSet[ti] {
+			if !c.tierSet[ti] {
 				ok = false
 				break
 			}
@@ -704,6 +714,26 @@ func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bo
 		}
 	}
 	return out
+}
+
+// offeringGroup is what templates a node may change between share: pool, zone, capacity type.
+type offeringGroup struct {
+	pool         *config.Pool
+	zone         string
+	capacityType cloud.CapacityType
+}
+
+// sameOffering lists, in template order (by price), the templates of t's pool, zone and
+// capacity type.
+func (ps *planState) sameOffering(t *Template) []int {
+	if ps.byOffering == nil {
+		ps.byOffering = map[offeringGroup][]int{}
+		for ti, o := range ps.pl.Templates {
+			k := offeringGroup{o.Pool, o.Offering.Zone, o.Offering.CapacityType}
+			ps.byOffering[k] = append(ps.byOffering[k], ti)
+		}
+	}
+	return ps.byOffering[offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}]
 }
 
 // shrink is the template finish will give a planned node: the cheapest of holders, or the one
