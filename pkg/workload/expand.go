@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -129,7 +130,7 @@ func (rd *reader) addPods(o *owner, pods ...*corev1.Pod) {
 
 func ptr[T any](v T) *T { return &v }
 
-// count is *n, or def when n is nil; negative is an error.
+// count is *n, or def when n is nil; negative, or more than MaxPods, is an error.
 func (o *owner) count(n *int32, def int32, field string) (int32, error) {
 	if n == nil {
 		return def, nil
@@ -137,7 +138,18 @@ func (o *owner) count(n *int32, def int32, field string) (int32, error) {
 	if *n < 0 {
 		return 0, o.errorf("%s must not be negative (is %d)", field, *n)
 	}
+	if *n > MaxPods {
+		return 0, o.errorf("%s is %d: more pods than a plan takes (%d)", field, *n, MaxPods)
+	}
 	return *n, nil
+}
+
+// room says whether n more pods keep the manifests within MaxPods.
+func (rd *reader) room(o *owner, n int32, field string) error {
+	if len(rd.w.Pods)+int(n) > MaxPods {
+		return o.errorf("%s: %d pods, with the %d before, are more than a plan takes (%d)", field, n, len(rd.w.Pods), MaxPods)
+	}
+	return nil
 }
 
 func (o *owner) checkTemplate(tmpl *corev1.PodTemplateSpec, field string) error {
@@ -155,6 +167,9 @@ func (o *owner) checkTemplate(tmpl *corev1.PodTemplateSpec, field string) error 
 func (rd *reader) replicas(o *owner, replicas *int32, tmpl *corev1.PodTemplateSpec, extra map[string]string) error {
 	n, err := o.count(replicas, 1, "spec.replicas")
 	if err != nil {
+		return err
+	}
+	if err := rd.room(o, n, "spec.replicas"); err != nil {
 		return err
 	}
 	if err := o.checkTemplate(tmpl, "spec.template"); err != nil {
@@ -184,6 +199,9 @@ func (rd *reader) statefulSet(o *owner, ss *appsv1.StatefulSet) error {
 	if err != nil {
 		return err
 	}
+	if err := rd.room(o, n, "spec.replicas"); err != nil {
+		return err
+	}
 	if err := o.checkTemplate(&ss.Spec.Template, "spec.template"); err != nil {
 		return err
 	}
@@ -191,6 +209,9 @@ func (rd *reader) statefulSet(o *owner, ss *appsv1.StatefulSet) error {
 	if ss.Spec.Ordinals != nil {
 		if start = ss.Spec.Ordinals.Start; start < 0 {
 			return o.errorf("spec.ordinals.start must not be negative (is %d)", start)
+		}
+		if start > math.MaxInt32-n {
+			return o.errorf("spec.ordinals.start %d: the last ordinal (start + replicas - 1) must fit in 32 bits", start)
 		}
 	}
 	for ord := start; ord < start+n; ord++ {
@@ -243,6 +264,9 @@ func (rd *reader) job(o *owner, spec *batchv1.JobSpec, path string) error {
 			return err
 		}
 		n = min(n, c)
+	}
+	if err := rd.room(o, n, path+".parallelism"); err != nil {
+		return err
 	}
 	if err := o.checkTemplate(&spec.Template, path+".template"); err != nil {
 		return err

@@ -15,6 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// MaxPods bounds the pods a set of manifests may create: a plan of more is no plan a user waits
+// for, and a typo (replicas: 2000000000) must fail clearly rather than exhaust memory.
+const MaxPods = 200_000
+
 // Workload is what a set of manifests asks the cluster to run.
 type Workload struct {
 	// Pods is every pod the manifests create (bare Pods and controller replicas), sorted by
@@ -183,6 +187,9 @@ func (w *Workload) sort() {
 
 // check reports two pods, daemons or nodes of the same name (w must be sorted).
 func (w *Workload) check() error {
+	if len(w.Pods) > MaxPods {
+		return fmt.Errorf("the manifests create %d pods, more than a plan takes (%d)", len(w.Pods), MaxPods)
+	}
 	dup := func(what, name string, a, b any) error {
 		return fmt.Errorf("%s %s is created twice: by %s and by %s", what, name, w.origin[a], w.origin[b])
 	}

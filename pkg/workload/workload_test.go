@@ -398,6 +398,63 @@ spec:
 			wantErr: []string{"document 1", "Deployment default/d", "spec.replicas must not be negative"},
 		},
 		{
+			name: "replicas past the bound",
+			in: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  replicas: 2000000000
+  template:
+    spec: {containers: [{name: c, image: i}]}
+`,
+			wantErr: []string{"Deployment default/d", "spec.replicas is 2000000000", "more pods than a plan takes (200000)"},
+		},
+		{
+			name: "parallelism past the bound",
+			in: `apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  parallelism: 300000
+  template:
+    spec: {containers: [{name: c, image: i}]}
+`,
+			wantErr: []string{"Job default/j", "spec.parallelism is 300000"},
+		},
+		{
+			name: "replicas within the bound, but not with the pods before",
+			in: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: a}
+spec:
+  replicas: 150000
+  template:
+    spec: {containers: [{name: c, image: i}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: b}
+spec:
+  replicas: 60000
+  template:
+    spec: {containers: [{name: c, image: i}]}
+`,
+			wantErr: []string{"StatefulSet default/b", "spec.replicas: 60000 pods, with the 150000 before, are more than a plan takes (200000)"},
+		},
+		{
+			name: "ordinals past 32 bits",
+			in: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec:
+  replicas: 3
+  ordinals: {start: 2147483647}
+  template:
+    spec: {containers: [{name: c, image: i}]}
+`,
+			wantErr: []string{"StatefulSet default/s", "spec.ordinals.start 2147483647"},
+		},
+		{
 			name:    "no containers",
 			in:      "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {}}}\n",
 			wantErr: []string{"Job default/j", "spec.template.spec.containers: at least one container is required"},
