@@ -26,8 +26,8 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
+	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
-	"github.com/tailor-eks/tailor/pkg/provisioning"
 )
 
 // cloudTimeout bounds every cloud call of a pass, so one slow answer never stalls the loop.
@@ -35,6 +35,17 @@ const cloudTimeout = 20 * time.Second
 
 // DefaultDrainTimeout is how long a drain may wait for pods to leave before it is rolled back.
 const DefaultDrainTimeout = 10 * time.Minute
+
+// Offerings lists what may be launched now (pkg/offerings' Cache implements it).
+type Offerings interface {
+	Templates(ctx context.Context) ([]*planning.Template, error)
+}
+
+// Launcher records and launches replacement nodes (pkg/provisioning's Launcher implements it).
+type Launcher interface {
+	RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string, count int) (*v1alpha1.Claim, error)
+	LaunchAsync(ctx context.Context, c *v1alpha1.Claim)
+}
 
 // Controller is the consolidation loop.
 type Controller struct {
@@ -51,8 +62,10 @@ type Controller struct {
 	// Framework runs the profile's plugins over snapshots the loop sets; the loop is its only
 	// user.
 	Framework *profile.Framework
-	// Launcher records and launches replacement nodes and lists what may be launched.
-	Launcher     *provisioning.Launcher
+	// Offerings lists what may be launched and Launcher records and launches replacement nodes;
+	// without both, the loop only removes nodes.
+	Offerings    Offerings
+	Launcher     Launcher
 	Recorder     events.EventRecorder
 	DrainTimeout time.Duration
 	// Now defaults to time.Now.
@@ -239,11 +252,11 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	}
 	s.owned = candidates
 	s.excluded = reserved
-	if c.Launcher != nil && len(candidates) > 0 {
+	if c.Launcher != nil && c.Offerings != nil && len(candidates) > 0 {
 		// Bounded: a slow catalog refresh costs this pass its replacements, never the drains
 		// of the next passes.
 		tctx, cancel := context.WithTimeout(ctx, cloudTimeout)
-		if ts, err := c.Launcher.Templates(tctx); err == nil {
+		if ts, err := c.Offerings.Templates(tctx); err == nil {
 			s.templates = ts
 		} else {
 			logger.Info("No replacements this pass: cannot list what to launch", "err", err)

@@ -16,9 +16,9 @@ import (
 	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
-	"github.com/tailor-eks/tailor/pkg/provisioning"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 	"github.com/tailor-eks/tailor/pkg/workload"
 )
@@ -97,9 +97,9 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 		}
 		daemons = append(daemons, planning.NewPod(d, &planning.FilterState{Plugins: fw, State: state, Pod: d}))
 	}
-	launcher := provisioning.NewLauncher(provisioning.Options{Args: prof.Tailor, Cloud: provider,
+	offs := offerings.New(offerings.Options{Args: prof.Tailor, Cloud: provider,
 		Daemons: func(context.Context) []*planning.Pod { return daemons }})
-	templates, err := launcher.Templates(ctx)
+	templates, err := offs.Templates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}

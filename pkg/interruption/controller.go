@@ -45,7 +45,7 @@ type Disrupter interface {
 	Interrupt(ctx context.Context, claim, kind string, first func()) (bool, error)
 }
 
-// Offerings leaves offerings out of plans (pkg/provisioning's Launcher implements it).
+// Offerings leaves offerings out of plans (pkg/offerings' Cache implements it).
 type Offerings interface {
 	MarkUnavailable(instanceType, zone string, capacityType cloud.CapacityType, code string)
 }

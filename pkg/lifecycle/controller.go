@@ -34,7 +34,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/metrics"
-	"github.com/tailor-eks/tailor/pkg/provisioning"
+	"github.com/tailor-eks/tailor/pkg/nodeshape"
 )
 
 // Defaults for the sweep; RegistrationTimeout comes from the plugin args.
@@ -48,13 +48,22 @@ const (
 	resumeAfter = 30 * time.Second
 )
 
+// Launcher launches recorded claims (pkg/provisioning's Launcher implements it): the controller
+// resumes launches a restart or a crash interrupted.
+type Launcher interface {
+	// LaunchAsync launches a claim in the background unless this process is launching it.
+	LaunchAsync(ctx context.Context, c *v1alpha1.Claim)
+	// InFlight reports whether a launch of the claim is running in this process.
+	InFlight(claim string) bool
+}
+
 // Controller is the claim lifecycle controller.
 type Controller struct {
 	Args         *config.TailorArgs
 	Cloud        cloud.Provider
 	Claims       *claims.Store
 	Ledger       *ledger.Ledger
-	Launcher     *provisioning.Launcher
+	Launcher     Launcher
 	Client       kubernetes.Interface
 	Nodes        corelisters.NodeLister
 	NodeInformer cache.SharedIndexInformer
@@ -237,34 +246,12 @@ func (c *Controller) register(ctx context.Context, name string) error {
 			return err
 		}
 		n = n.DeepCopy()
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		for k, v := range typeLabels {
-			if _, set := n.Labels[k]; !set {
-				n.Labels[k] = v
-			}
-		}
-		for k, v := range provisioning.NodeLabels(pool, cl.Spec.CapacityType) {
-			n.Labels[k] = v
-		}
-		n.Labels[v1alpha1.LabelClaim] = cl.Name
+		n.Labels = nodeshape.RegisteredLabels(n.Labels, pool, typeLabels, cl.Spec.CapacityType, cl.Name)
 		// Deleting the node drains it and terminates the instance before the Node goes.
 		if !slices.Contains(n.Finalizers, v1alpha1.FinalizerTermination) {
 			n.Finalizers = append(n.Finalizers, v1alpha1.FinalizerTermination)
 		}
-		var taints []corev1.Taint
-		for _, t := range n.Spec.Taints {
-			if t.Key != v1alpha1.TaintUnregistered {
-				taints = append(taints, t)
-			}
-		}
-		for _, want := range provisioning.NodeTaints(pool) {
-			if !hasTaintIn(taints, want.Key, want.Effect) {
-				taints = append(taints, want)
-			}
-		}
-		n.Spec.Taints = taints
+		n.Spec.Taints = nodeshape.RegisteredTaints(n.Spec.Taints, pool)
 		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
@@ -412,15 +399,6 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 func hasTaint(n *corev1.Node, key string) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-func hasTaintIn(ts []corev1.Taint, key string, effect corev1.TaintEffect) bool {
-	for _, t := range ts {
-		if t.Key == key && t.Effect == effect {
 			return true
 		}
 	}

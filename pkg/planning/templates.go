@@ -14,9 +14,9 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/tailor-eks/tailor/apis/config"
-	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/nodeshape"
 )
 
 // Template is a node Tailor could launch: one pool × instance type × zone × capacity type. Node is
@@ -92,21 +92,14 @@ func poolSelector(pool *config.Pool) (*nodeaffinity.NodeSelector, error) {
 	return sel, nil
 }
 
+// templateNode is the Node a real instance of the offering would register as: its labels and
+// taints are nodeshape's, as launch and registration put them on the real node.
 func templateNode(pool *config.Pool, typeLabels map[string]string, off cloud.Offering, capacity, alloc corev1.ResourceList) *corev1.Node {
-	labels := make(map[string]string, len(typeLabels)+len(pool.Labels)+5)
-	for k, v := range pool.Labels {
-		labels[k] = v
-	}
-	for k, v := range typeLabels {
-		labels[k] = v
-	}
-	labels[corev1.LabelTopologyZone] = off.Zone
-	labels[v1alpha1.LabelCapacityType] = string(off.CapacityType)
-	labels[v1alpha1.LabelPool] = pool.Name
+	labels := nodeshape.TemplateLabels(pool, typeLabels, off.Zone, string(off.CapacityType))
 	labels[corev1.LabelHostname] = TemplateNodeName
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: TemplateNodeName, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint(nil), pool.Taints...)},
+		Spec:       corev1.NodeSpec{Taints: nodeshape.TemplateTaints(pool)},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: alloc,

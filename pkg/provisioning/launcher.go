@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,28 +15,17 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/metrics"
+	"github.com/tailor-eks/tailor/pkg/nodeshape"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
-const (
-	// networkTTL is how long subnet and security-group lookups are reused.
-	networkTTL = time.Minute
-	// unavailableFor is how long an offering that reported no capacity is left out of plans.
-	unavailableFor = 3 * time.Minute
-	// retryAfterFailure is how long pods of a launch that failed for another reason (an API or
-	// configuration error) wait before they are planned again, so a persistent error is not a
-	// hot loop.
-	retryAfterFailure = 30 * time.Second
-)
-
-type offeringKey struct {
-	instanceType, zone string
-	capacityType       cloud.CapacityType
-}
+// retryAfterFailure is how long pods of a launch that failed for another reason (an API or
+// configuration error) wait before they are planned again, so a persistent error is not a hot
+// loop.
+const retryAfterFailure = 30 * time.Second
 
 // Launcher records planned nodes as claims and launches them. Every launch of a claim uses the
 // claim's UID as the EC2 client token, so launching a claim again (after a crash, or a retry)
@@ -47,128 +35,13 @@ type Launcher struct {
 
 	limits poolLimits
 
-	mu          sync.Mutex
-	network     map[string]poolNetwork
-	inflight    map[string]bool
-	unavailable map[offeringKey]time.Time
-}
-
-type poolNetwork struct {
-	subnets []cloud.Subnet
-	groups  []string
-	at      time.Time
+	mu       sync.Mutex
+	inflight map[string]bool
 }
 
 // NewLauncher builds a Launcher.
 func NewLauncher(o Options) *Launcher {
-	return &Launcher{Options: o, network: map[string]poolNetwork{}, inflight: map[string]bool{}, unavailable: map[offeringKey]time.Time{}}
-}
-
-// Templates lists what every pool can launch now.
-func (l *Launcher) Templates(ctx context.Context) ([]*planning.Template, error) {
-	its, err := l.Cloud.InstanceTypes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	its = l.available(its)
-	zones := map[string][]string{}
-	for i := range l.Args.Pools {
-		pool := &l.Args.Pools[i]
-		nw, err := l.poolNetwork(ctx, pool)
-		if err != nil {
-			return nil, err
-		}
-		allowed := map[string]bool{}
-		for _, z := range pool.Zones {
-			allowed[z] = true
-		}
-		seen := map[string]bool{}
-		for _, s := range nw.subnets {
-			if (len(allowed) == 0 || allowed[s.Zone]) && !seen[s.Zone] {
-				seen[s.Zone] = true
-				zones[pool.Name] = append(zones[pool.Name], s.Zone)
-			}
-		}
-		sort.Strings(zones[pool.Name])
-	}
-	templates, err := planning.Templates(l.Args.Pools, its, zones)
-	if err != nil {
-		return nil, err
-	}
-	if l.Observed != nil {
-		planning.UseObserved(templates, l.Observed.Allocatable)
-	}
-	if l.Daemons != nil {
-		planning.AddDaemons(ctx, templates, l.Daemons(ctx))
-	}
-	return templates, nil
-}
-
-// available drops the offerings that recently reported no capacity.
-func (l *Launcher) available(its []cloud.InstanceType) []cloud.InstanceType {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	for k, until := range l.unavailable {
-		if now.After(until) {
-			delete(l.unavailable, k)
-		}
-	}
-	if len(l.unavailable) == 0 {
-		return its
-	}
-	out := make([]cloud.InstanceType, len(its))
-	for i, it := range its {
-		out[i] = it
-		out[i].Offerings = nil
-		for _, o := range it.Offerings {
-			if _, gone := l.unavailable[offeringKey{it.Name, o.Zone, o.CapacityType}]; !gone {
-				out[i].Offerings = append(out[i].Offerings, o)
-			}
-		}
-	}
-	return out
-}
-
-// MarkUnavailable leaves an offering out of plans for a while, as if a launch had found no
-// capacity there: an interruption warning says EC2 is reclaiming that capacity. code says why
-// (the metric's code label).
-func (l *Launcher) MarkUnavailable(instanceType, zone string, ct cloud.CapacityType, code string) {
-	l.markUnavailable(ct, []cloud.OfferingError{{InstanceType: instanceType, Zone: zone, Code: code}})
-}
-
-func (l *Launcher) markUnavailable(ct cloud.CapacityType, errs []cloud.OfferingError) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, e := range errs {
-		l.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = time.Now().Add(unavailableFor)
-		metrics.OfferingsMarkedUnavailable.WithLabelValues(e.InstanceType, e.Zone, string(ct), e.Code).Inc()
-	}
-}
-
-func (l *Launcher) poolNetwork(ctx context.Context, pool *config.Pool) (poolNetwork, error) {
-	l.mu.Lock()
-	nw, ok := l.network[pool.Name]
-	l.mu.Unlock()
-	if ok && time.Since(nw.at) < networkTTL {
-		return nw, nil
-	}
-	subnets, err := l.Cloud.Subnets(ctx, cloud.Selector{IDs: pool.SubnetSelector.IDs, Tags: pool.SubnetSelector.Tags})
-	if err != nil {
-		return nw, fmt.Errorf("pool %s: subnets: %w", pool.Name, err)
-	}
-	groups, err := l.Cloud.SecurityGroups(ctx, cloud.Selector{IDs: pool.SecurityGroupSelector.IDs, Tags: pool.SecurityGroupSelector.Tags})
-	if err != nil {
-		return nw, fmt.Errorf("pool %s: security groups: %w", pool.Name, err)
-	}
-	// Sorted, so a retried launch sends the same request and EC2's idempotency holds.
-	sort.Slice(subnets, func(i, j int) bool { return subnets[i].ID < subnets[j].ID })
-	sort.Strings(groups)
-	nw = poolNetwork{subnets: subnets, groups: groups, at: time.Now()}
-	l.mu.Lock()
-	l.network[pool.Name] = nw
-	l.mu.Unlock()
-	return nw, nil
+	return &Launcher{Options: o, inflight: map[string]bool{}}
 }
 
 // Record records a planned node as a claim and reserves its pods on it; the caller launches it.
@@ -300,7 +173,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
 	inst, price, offeringErrs, err := l.launch(ctx, c)
-	l.markUnavailable(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
+	l.Offerings.MarkFailed(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
 	pods := l.claimPods(c)
 	if err != nil && ctx.Err() != nil {
 		// Shutting down (or timed out) mid-call: EC2 may have acted. The claim stays Pending
@@ -355,13 +228,13 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 	if pool == nil {
 		return nil, 0, nil, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
 	}
-	nw, err := l.poolNetwork(ctx, pool)
+	nw, err := l.Offerings.Network(ctx, pool)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	var overrides []cloud.Override
 	for _, it := range c.Spec.InstanceTypes {
-		for _, s := range nw.subnets {
+		for _, s := range nw.Subnets {
 			if s.Zone == c.Spec.Zone {
 				overrides = append(overrides, cloud.Override{InstanceType: it, SubnetID: s.ID})
 			}
@@ -376,11 +249,11 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		Overrides:        overrides,
 		Image:            pool.AMI,
 		InstanceProfile:  pool.InstanceProfile,
-		SecurityGroupIDs: nw.groups,
-		NodeLabels:       NodeLabels(pool, c.Spec.CapacityType),
-		NodeTaints:       registrationTaints(pool),
-		Tags:             Tags(l.Args.ClusterName, pool.Name, c.Name),
-		TemplateTags:     TemplateTags(pool),
+		SecurityGroupIDs: nw.Groups,
+		NodeLabels:       nodeshape.NodeLabels(pool, c.Spec.CapacityType),
+		NodeTaints:       nodeshape.RegistrationTaints(pool),
+		Tags:             nodeshape.Tags(l.Args.ClusterName, pool.Name, c.Name),
+		TemplateTags:     nodeshape.TemplateTags(pool),
 	})
 	if err != nil {
 		return nil, 0, nil, err
@@ -464,53 +337,6 @@ func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// Tags are the ownership tags of everything Tailor launches for a claim.
-func Tags(cluster, pool, claim string) map[string]string {
-	return map[string]string{
-		v1alpha1.TagClusterPrefix + cluster: v1alpha1.TagOwnedValue,
-		v1alpha1.TagEKSCluster:              cluster,
-		v1alpha1.TagPool:                    pool,
-		v1alpha1.TagClaim:                   claim,
-		"Name":                              claim,
-	}
-}
-
-// TemplateTags go on a pool's launch templates (the provider adds the cluster's): the pool and
-// its launch fingerprint, by which the lifecycle controller finds the templates no pool or
-// claim uses any more.
-func TemplateTags(pool *config.Pool) map[string]string {
-	return map[string]string{v1alpha1.TagPool: pool.Name, v1alpha1.TagPoolHash: pool.LaunchHash()}
-}
-
-// NodeLabels are the labels a pool's node registers with (besides those the kubelet and cloud
-// provider derive from the instance). Nothing per-claim goes here: the labels are baked into the
-// launch template's user data, and one template per claim would be wasteful. The claim label is
-// applied when the node registers.
-func NodeLabels(pool *config.Pool, capacityType string) map[string]string {
-	l := map[string]string{}
-	for k, v := range pool.Labels {
-		l[k] = v
-	}
-	l[v1alpha1.LabelPool] = pool.Name
-	l[v1alpha1.LabelCapacityType] = capacityType
-	return l
-}
-
-// NodeTaints are the taints a claim's node carries once registered.
-func NodeTaints(pool *config.Pool) []corev1.Taint {
-	return append(append([]corev1.Taint(nil), pool.Taints...), pool.StartupTaints...)
-}
-
-// registrationTaints are passed to the kubelet: the pool's taints plus the unregistered taint
-// that keeps pods off the node until Tailor has matched it to its claim.
-func registrationTaints(pool *config.Pool) []cloud.Taint {
-	var out []cloud.Taint
-	for _, t := range NodeTaints(pool) {
-		out = append(out, cloud.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
-	}
-	return append(out, cloud.Taint{Key: v1alpha1.TaintUnregistered, Effect: string(corev1.TaintEffectNoExecute)})
 }
 
 // InFlight reports whether a launch of the claim is running in this process.

@@ -1,6 +1,7 @@
 // Package provisioning turns batches of unschedulable pods into launches: it plans them with
-// pkg/planning over the cloud's catalog, records each planned node as a Claim, launches it, and
-// tells the scheduler to retry the pods so they are nominated to the new capacity.
+// pkg/planning over the templates of pkg/offerings, records each planned node as a Claim,
+// launches it, and tells the scheduler to retry the pods so they are nominated to the new
+// capacity.
 package provisioning
 
 import (
@@ -17,11 +18,11 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
-	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/metrics"
+	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -35,10 +36,8 @@ type Options struct {
 	Pods     corelisters.PodLister
 	// Activate moves pods back to the scheduler's active queue.
 	Activate func(pods []*corev1.Pod)
-	// Daemons returns the DaemonSet pods that may run on new nodes, each with its checker.
-	Daemons func(ctx context.Context) []*planning.Pod
-	// Observed holds the allocatable real nodes reported per instance type.
-	Observed *catalog.Observed
+	// Offerings lists what may be launched, and learns which offerings had no capacity.
+	Offerings *offerings.Cache
 }
 
 // Provisioner owns the batcher and the launches.
@@ -132,7 +131,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	if len(pods) == 0 {
 		return
 	}
-	templates, err := p.launcher.Templates(ctx)
+	templates, err := p.Offerings.Templates(ctx)
 	if err != nil {
 		logger.Error(err, "Cannot read the catalog; pods will be retried", "pods", len(pods))
 		for _, pod := range pods {

@@ -31,6 +31,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/metrics"
+	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
@@ -145,11 +146,11 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 			h.Activate(logger, m)
 		}
 	}
+	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: pl.daemons.list, Observed: observed})
 	pl.prov = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: pl.ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
-		Daemons:  pl.daemons.list,
-		Observed: observed,
+		Offerings: offs,
 	})
 	// Every replica serves the metrics from the start, leader or not.
 	poolNames := make([]string, len(args.Pools))
@@ -179,11 +180,11 @@ func NewWithCloud(ctx context.Context, args *config.TailorArgs, h framework.Hand
 	cons := &consolidation.Controller{
 		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
-		Framework: consolidationFramework, Launcher: pl.prov.Launcher(), Recorder: h.EventRecorder(),
+		Framework: consolidationFramework, Offerings: offs, Launcher: pl.prov.Launcher(), Recorder: h.EventRecorder(),
 	}
 	var interruptions *interruption.Controller
 	if queue != nil {
-		interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: cons, Offerings: pl.prov.Launcher(), Region: region}
+		interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: cons, Offerings: offs, Region: region}
 	}
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
 	// which claim, and a claim deleted by anyone releases its pods.

@@ -16,7 +16,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/cloud/eks"
 	"github.com/tailor-eks/tailor/pkg/cloud/sqs"
-	"github.com/tailor-eks/tailor/pkg/provisioning"
+	"github.com/tailor-eks/tailor/pkg/nodeshape"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
@@ -67,9 +67,9 @@ func tailorCalls(t *testing.T) []ec2sim.AuthorizationRequest {
 			ClientToken: claim, CapacityType: ct, Image: pool.AMI, InstanceProfile: pool.InstanceProfile,
 			Overrides:        []cloud.Override{{InstanceType: "m5.large", SubnetID: subnets[0].ID}},
 			SecurityGroupIDs: groups,
-			NodeLabels:       provisioning.NodeLabels(pool, string(ct)),
-			Tags:             provisioning.Tags(cluster, pool.Name, claim),
-			TemplateTags:     provisioning.TemplateTags(pool),
+			NodeLabels:       nodeshape.NodeLabels(pool, string(ct)),
+			Tags:             nodeshape.Tags(cluster, pool.Name, claim),
+			TemplateTags:     nodeshape.TemplateTags(pool),
 		})
 		if err != nil || res.Instance == nil {
 			t.Fatalf("launch %s: %+v %v", ct, res, err)

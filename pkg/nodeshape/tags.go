@@ -1,0 +1,24 @@
+package nodeshape
+
+import (
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// Tags are the ownership tags of everything Tailor launches for a claim.
+func Tags(cluster, pool, claim string) map[string]string {
+	return map[string]string{
+		v1alpha1.TagClusterPrefix + cluster: v1alpha1.TagOwnedValue,
+		v1alpha1.TagEKSCluster:              cluster,
+		v1alpha1.TagPool:                    pool,
+		v1alpha1.TagClaim:                   claim,
+		"Name":                              claim,
+	}
+}
+
+// TemplateTags go on a pool's launch templates (the provider adds the cluster's): the pool and
+// its launch fingerprint, by which the lifecycle controller finds the templates no pool or
+// claim uses any more.
+func TemplateTags(pool *config.Pool) map[string]string {
+	return map[string]string{v1alpha1.TagPool: pool.Name, v1alpha1.TagPoolHash: pool.LaunchHash()}
+}

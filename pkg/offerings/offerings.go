@@ -1,0 +1,82 @@
+// Package offerings says what each pool can launch now, as templates for the planner: the
+// cloud's instance types and offerings, less those that recently had no capacity, in the zones
+// where the pool has a subnet. It caches the pools' subnets and security groups, which the
+// launch uses too, and the offerings that reported no capacity.
+package offerings
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/catalog"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// Options wires a Cache.
+type Options struct {
+	Args  *config.TailorArgs
+	Cloud cloud.Provider
+	// Daemons returns the DaemonSet pods that may run on new nodes, each with its checker.
+	Daemons func(ctx context.Context) []*planning.Pod
+	// Observed holds the allocatable real nodes reported per instance type.
+	Observed *catalog.Observed
+}
+
+// Cache lists what every pool can launch and remembers, for a while, each pool's network and
+// the offerings that had no capacity. It is safe for concurrent use.
+type Cache struct {
+	Options
+
+	mu          sync.Mutex
+	network     map[string]Network
+	unavailable map[offeringKey]time.Time
+}
+
+// New builds a Cache.
+func New(o Options) *Cache {
+	return &Cache{Options: o, network: map[string]Network{}, unavailable: map[offeringKey]time.Time{}}
+}
+
+// Templates lists what every pool can launch now.
+func (c *Cache) Templates(ctx context.Context) ([]*planning.Template, error) {
+	its, err := c.Cloud.InstanceTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	its = c.available(its)
+	zones := map[string][]string{}
+	for i := range c.Args.Pools {
+		pool := &c.Args.Pools[i]
+		nw, err := c.Network(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		allowed := map[string]bool{}
+		for _, z := range pool.Zones {
+			allowed[z] = true
+		}
+		seen := map[string]bool{}
+		for _, s := range nw.Subnets {
+			if (len(allowed) == 0 || allowed[s.Zone]) && !seen[s.Zone] {
+				seen[s.Zone] = true
+				zones[pool.Name] = append(zones[pool.Name], s.Zone)
+			}
+		}
+		sort.Strings(zones[pool.Name])
+	}
+	templates, err := planning.Templates(c.Args.Pools, its, zones)
+	if err != nil {
+		return nil, err
+	}
+	if c.Observed != nil {
+		planning.UseObserved(templates, c.Observed.Allocatable)
+	}
+	if c.Daemons != nil {
+		planning.AddDaemons(ctx, templates, c.Daemons(ctx))
+	}
+	return templates, nil
+}

@@ -1,0 +1,79 @@
+package offerings
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// fixedCloud serves one type in two zones and a subnet in each; Templates asks nothing else.
+type fixedCloud struct {
+	cloud.Provider
+	subnetCalls int
+}
+
+func (*fixedCloud) InstanceTypes(context.Context) ([]cloud.InstanceType, error) {
+	return []cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192, MaxENIs: 3, IPv4PerENI: 10, Offerings: []cloud.Offering{
+		{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096},
+		{Zone: "us-east-1b", CapacityType: cloud.OnDemand, PricePerHour: 0.096},
+		{Zone: "us-east-1b", CapacityType: cloud.Spot, PricePerHour: 0.04},
+	}}}, nil
+}
+
+func (f *fixedCloud) Subnets(context.Context, cloud.Selector) ([]cloud.Subnet, error) {
+	f.subnetCalls++
+	return []cloud.Subnet{{ID: "subnet-b", Zone: "us-east-1b"}, {ID: "subnet-a", Zone: "us-east-1a"}}, nil
+}
+
+func (*fixedCloud) SecurityGroups(context.Context, cloud.Selector) ([]string, error) {
+	return []string{"sg-2", "sg-1"}, nil
+}
+
+func keys(t *testing.T, c *Cache) map[string]bool {
+	t.Helper()
+	ts, err := c.Templates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, tm := range ts {
+		out[tm.Key()] = true
+	}
+	return out
+}
+
+func TestTemplatesLeaveOutUnavailableOfferings(t *testing.T) {
+	fc := &fixedCloud{}
+	c := New(Options{Cloud: fc, Args: &config.TailorArgs{Pools: []config.Pool{
+		{Name: "a", CapacityTypes: []string{"on-demand", "spot"}},
+		{Name: "b", CapacityTypes: []string{"on-demand"}, Zones: []string{"us-east-1a"}},
+	}}})
+	want := map[string]bool{
+		"a/m5.large/us-east-1a/on-demand": true, "a/m5.large/us-east-1b/on-demand": true, "a/m5.large/us-east-1b/spot": true,
+		"b/m5.large/us-east-1a/on-demand": true, // only the pool's zone
+	}
+	if got := keys(t, c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("templates %v, want %v", got, want)
+	}
+
+	c.MarkUnavailable("m5.large", "us-east-1b", cloud.Spot, "interruption")
+	c.MarkFailed(cloud.OnDemand, []cloud.OfferingError{{InstanceType: "m5.large", Zone: "us-east-1a", Code: "InsufficientInstanceCapacity"}})
+	got := keys(t, c)
+	if len(got) != 1 || !got["a/m5.large/us-east-1b/on-demand"] {
+		t.Errorf("templates after marking %v: want only a/m5.large/us-east-1b/on-demand", got)
+	}
+
+	nw, err := c.Network(context.Background(), &c.Args.Pools[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nw.Subnets[0].ID != "subnet-a" || nw.Groups[0] != "sg-1" {
+		t.Errorf("network %+v: want subnets and groups sorted, so a retried launch sends the same request", nw)
+	}
+	if fc.subnetCalls != 2 {
+		t.Errorf("%d subnet lookups for two pools over three listings: want each pool's network reused", fc.subnetCalls)
+	}
+}
