@@ -19,7 +19,7 @@ CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build test unit integration run bench lint tools manifests image codegen clean
+.PHONY: all build test unit integration fuzz test-race run bench lint tools manifests image codegen clean
 
 all: build
 
@@ -57,9 +57,30 @@ manifests: $(HELM)
 image:
 	docker build -t $(IMAGE) .
 
-## test: lint, unit tests and integration tests on a real control plane
+# Fuzz targets, package:function; `make test` runs each for FUZZ_SMOKE, `make fuzz` for FUZZTIME.
+FUZZ_TARGETS := ./pkg/workload:FuzzRead ./apis/config/scheme:FuzzDecodeAndValidate \
+  ./pkg/cloud/ec2:FuzzUserData ./pkg/cloud/ec2:FuzzProviderReplies
+FUZZ_SMOKE ?= 5s
+FUZZTIME   ?= 2m
+
+## test: lint, unit tests with the race detector, integration tests on a real control plane, and a
+## few seconds of each fuzz target
 test: lint tools
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/integration)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE)
+
+## fuzz: each fuzz target for FUZZTIME (default 2m); a failing input lands in the package's
+## testdata/fuzz and runs as a test from then on
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$t for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
+	done
+
+## test-race: the integration tests with the race detector (slower; not part of make test)
+test-race: tools
+	$(GO) test -count=1 -race -timeout 45m -v ./test/integration/...
 
 ## unit: tests that need no control plane (manifests/ runs helm, pkg/sim/iamcheck the IAM simulator)
 unit: $(HELM) $(IAMSIM)

@@ -142,8 +142,8 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		res.Errors = append(res.Errors, oe)
 	}
 	for _, fi := range out.Instances {
-		if len(fi.InstanceIds) == 0 {
-			continue
+		if len(fi.InstanceIds) == 0 || fi.InstanceIds[0] == "" {
+			continue // an entry without an instance: the claim tag finds any instance later
 		}
 		fallback := cloud.Instance{
 			ID: fi.InstanceIds[0], Type: string(fi.InstanceType), ImageID: imageID,
@@ -495,6 +495,9 @@ func (p *Provider) parameter(ctx context.Context, name string) (string, error) {
 	out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
 	if err != nil {
 		return "", fmt.Errorf("ec2: resolving image through SSM parameter %s: %w", name, err)
+	}
+	if out == nil || out.Parameter == nil || !strings.HasPrefix(aws.ToString(out.Parameter.Value), "ami-") {
+		return "", fmt.Errorf("ec2: resolving image through SSM parameter %s: the answer holds no AMI ID", name)
 	}
 	id := aws.ToString(out.Parameter.Value)
 	p.mu.Lock()

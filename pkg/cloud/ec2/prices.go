@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -199,7 +200,7 @@ func parsePriceListItem(raw, region string) (string, float64, bool) {
 				continue
 			}
 			price, err := strconv.ParseFloat(d.PricePerUnit["USD"], 64)
-			if err != nil || price <= 0 {
+			if err != nil || !usablePrice(price) {
 				continue
 			}
 			if best == 0 || price < best {
@@ -250,7 +251,7 @@ func (p *Provider) fetchSpotPrices(ctx context.Context, now time.Time) (map[stri
 		}
 		for _, sp := range page.SpotPriceHistory {
 			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil || price <= 0 {
+			if err != nil || !usablePrice(price) {
 				continue
 			}
 			typ, zone, at := string(sp.InstanceType), aws.ToString(sp.AvailabilityZone), aws.ToTime(sp.Timestamp)
@@ -274,3 +275,7 @@ func (p *Provider) fetchSpotPrices(ctx context.Context, now time.Time) (map[stri
 	}
 	return out, nil
 }
+
+// usablePrice says whether a price read from AWS can be planned with: positive and finite
+// (ParseFloat reads "NaN" and "Inf", and NaN passes every comparison's negation).
+func usablePrice(p float64) bool { return p > 0 && !math.IsInf(p, 1) }

@@ -1,13 +1,12 @@
 package ec2
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
@@ -101,16 +100,16 @@ func taintString(t cloud.Taint) string {
 }
 
 // checkLabelsTaints rejects what cannot travel in the kubelet flags (a well-formed Kubernetes
-// label or taint never contains these characters).
+// label or taint is printable ASCII and never contains these characters).
 func checkLabelsTaints(labels map[string]string, taints []cloud.Taint) error {
 	const bad = ",=: \t\n\"'\\"
 	for k, v := range labels {
-		if k == "" || strings.ContainsAny(k, bad) || strings.ContainsAny(v, bad) {
+		if k == "" || strings.ContainsAny(k, bad) || strings.ContainsAny(v, bad) || !printableASCII(k) || !printableASCII(v) {
 			return fmt.Errorf("ec2: node label %q=%q cannot be passed to the kubelet", k, v)
 		}
 	}
 	for _, t := range taints {
-		if t.Key == "" || strings.ContainsAny(t.Key, bad) || strings.ContainsAny(t.Value, bad) {
+		if t.Key == "" || strings.ContainsAny(t.Key, bad) || strings.ContainsAny(t.Value, bad) || !printableASCII(t.Key) || !printableASCII(t.Value) {
 			return fmt.Errorf("ec2: node taint %q cannot be passed to the kubelet", taintString(t))
 		}
 		switch t.Effect {
@@ -120,6 +119,15 @@ func checkLabelsTaints(labels map[string]string, taints []cloud.Taint) error {
 		}
 	}
 	return nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // bottlerocketUserData is the Bottlerocket user data: TOML settings with the cluster (name, API
@@ -189,11 +197,26 @@ func clusterDNS(serviceCIDR string) (string, error) {
 	return a.String(), nil
 }
 
-// quote writes s as a double-quoted string that YAML and TOML both read back as s.
+// quote writes s as a double-quoted string that YAML and TOML both read back as s: quotes and
+// backslashes escaped, and every character either reader refuses raw (controls, DEL, anything
+// not printable) as a \u or \U escape, which both read. Invalid UTF-8 becomes U+FFFD.
 func quote(s string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(buf.String(), "\n")
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r > 0xFFFF && !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\U%08X`, r)
+		case r < 0x20 || r == 0x7f || !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
