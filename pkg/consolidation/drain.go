@@ -117,7 +117,11 @@ func (c *Controller) evictAll(ctx context.Context, o *ownedNode, pods []*corev1.
 			evictions.WithLabelValues("refused").Inc()
 			c.eventOnce(p, "EvictionRefused", fmt.Sprintf("Tailor is draining node %s; the eviction was refused: %v", o.node.Name, err))
 		default:
-			logger.Error(err, "Cannot evict", "pod", klog.KObj(p))
+			// Forbidden by a policy, a server error, a timeout: nothing is worked around; the
+			// next pass asks again, and the drain timeout rolls it back if it never passes.
+			evictions.WithLabelValues("failed").Inc()
+			logger.Error(err, "Cannot evict; will ask again", "pod", klog.KObj(p))
+			c.eventOnce(p, "EvictionFailed", fmt.Sprintf("Tailor is draining node %s; the eviction failed: %v", o.node.Name, err))
 		}
 	}
 }

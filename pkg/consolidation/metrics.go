@@ -11,7 +11,7 @@ var (
 	decisions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "decisions_total",
 		Help: "Nodes chosen for disruption, by method (empty, delete, merge, replace, drift, expired).", StabilityLevel: metrics.ALPHA}, []string{"method"})
 	evictions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "evictions_total",
-		Help: "Eviction requests, by result (evicted, refused by a PodDisruptionBudget).", StabilityLevel: metrics.ALPHA}, []string{"result"})
+		Help: "Eviction requests, by result (evicted, refused by a PodDisruptionBudget, failed otherwise).", StabilityLevel: metrics.ALPHA}, []string{"result"})
 	removed = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "nodes_removed_total",
 		Help: "Nodes terminated and deleted, by method.", StabilityLevel: metrics.ALPHA}, []string{"method"})
 	saved = metrics.NewCounter(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "saved_dollars_per_hour_total",

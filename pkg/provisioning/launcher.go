@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -27,6 +28,21 @@ import (
 // loop.
 const retryAfterFailure = 30 * time.Second
 
+// maxLaunchesInFlight bounds the claims this process launches at once: a burst of pending pods
+// becomes many claims, and EC2 throttles an account's CreateFleet calls; claims past the bound
+// wait their turn, still Pending and still counted as in-flight capacity.
+const maxLaunchesInFlight = 8
+
+// Backoff after EC2 pushed back (cloud.Transient: throttling or 5xx, which the SDK has already
+// retried): the pods of every claim that failed so wait before they are planned again, from
+// transientBackoffMin doubling to transientBackoffMax with up to 20% jitter, until a launch
+// succeeds. It is shared by all claims: the pressure is the account's, not one claim's.
+const (
+	transientBackoffMin = 2 * time.Second
+	transientBackoffMax = 2 * time.Minute
+	transientBackoffKey = "ec2"
+)
+
 // Launcher records planned nodes as claims and launches them. Every launch of a claim uses the
 // claim's UID as the EC2 client token, so launching a claim again (after a crash, or a retry)
 // returns the instance already launched instead of a second one.
@@ -37,11 +53,20 @@ type Launcher struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool
+
+	// slots holds a token for each launch under way (see maxLaunchesInFlight).
+	slots chan struct{}
+	// backoff is the shared wait after transient EC2 failures (see transientBackoffMin).
+	backoff *flowcontrol.Backoff
 }
 
 // NewLauncher builds a Launcher.
 func NewLauncher(o Options) *Launcher {
-	return &Launcher{Options: o, inflight: map[string]bool{}}
+	return &Launcher{
+		Options: o, inflight: map[string]bool{},
+		slots:   make(chan struct{}, maxLaunchesInFlight),
+		backoff: flowcontrol.NewBackOffWithJitter(transientBackoffMin, transientBackoffMax, 0.2),
+	}
 }
 
 // Record records a planned node as a claim and reserves its pods on it; the caller launches it.
@@ -170,6 +195,12 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods))
 		return
 	}
+	select {
+	case l.slots <- struct{}{}:
+		defer func() { <-l.slots }()
+	case <-ctx.Done():
+		return // shutting down: the claim stays Pending and is resumed
+	}
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
 	inst, price, offeringErrs, err := l.launch(ctx, c)
@@ -185,7 +216,14 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		// Offerings without capacity are now left out, so the pods can be planned again at once
 		// on the next offering; any other failure waits a little.
 		delay, result := retryAfterFailure, metrics.ResultFailed
-		if len(offeringErrs) > 0 {
+		switch {
+		case cloud.Transient(err):
+			// Claims failing together are one wave of pressure: the wait doubles once per wave.
+			if now := time.Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
+				l.backoff.Next(transientBackoffKey, now)
+			}
+			delay = l.backoff.Get(transientBackoffKey)
+		case len(offeringErrs) > 0:
 			delay, result = 0, metrics.ResultInsufficientCapacity
 		}
 		metrics.Launches.WithLabelValues(c.Spec.Pool, "", c.Spec.CapacityType, result).Inc()
@@ -196,6 +234,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		}
 		return
 	}
+	l.backoff.Reset(transientBackoffKey)
 	metrics.Launches.WithLabelValues(c.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.Now()
 	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {

@@ -111,6 +111,8 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault := s.record(action, cloneValues(r.Form))
+	s.enter(action)
+	defer s.leave(action)
 
 	writeErr := func(e *apiError) { s.writeError(w, action, e, begin) }
 	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {

@@ -175,6 +175,9 @@ type Sim struct {
 	fleetsCreated int
 	calls         map[string]int
 	requests      map[string][]url.Values
+	// active and mostActive count the requests of each action being answered now, and the
+	// most at once (see MostConcurrent).
+	active, mostActive map[string]int
 	// caller is the principal of the EC2 request being handled (handlers run under mu).
 	caller       string
 	authz        []AuthorizationRequest
@@ -202,6 +205,8 @@ func New(opts Options) *Sim {
 		instanceByID: map[string]*instance{},
 		fleetTokens:  map[string]*fleetRecord{},
 		calls:        map[string]int{},
+		active:       map[string]int{},
+		mostActive:   map[string]int{},
 		requests:     map[string][]url.Values{},
 		authzSeen:    map[string]struct{}{},
 		profileRoles: map[string]string{},
@@ -617,6 +622,38 @@ func (s *Sim) Calls(action string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[action]
+}
+
+// MostConcurrent returns the most requests of the action (EC2 Query actions) that were being
+// answered at once, latency and faults included, since the simulator started or the last
+// ResetMostConcurrent.
+func (s *Sim) MostConcurrent(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mostActive[action]
+}
+
+// ResetMostConcurrent starts MostConcurrent's count again from the requests under way.
+func (s *Sim) ResetMostConcurrent() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for a := range s.mostActive {
+		s.mostActive[a] = s.active[a]
+	}
+}
+
+// enter and leave bracket the answer to a request of action.
+func (s *Sim) enter(action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active[action]++
+	s.mostActive[action] = max(s.mostActive[action], s.active[action])
+}
+
+func (s *Sim) leave(action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active[action]--
 }
 
 // maxRecorded bounds the requests kept per action.

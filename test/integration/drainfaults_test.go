@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+)
+
+// refuseEvictions makes the API server answer every eviction in ns 403 Forbidden (a
+// ValidatingAdmissionPolicy on pods/eviction, as a policy engine would), until the test ends.
+func refuseEvictions(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	fail, forbidden := admissionregistrationv1.Fail, metav1.StatusReasonForbidden
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-evictions-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/eviction"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "evictions are refused in this namespace", Reason: &forbidden}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+			}},
+		},
+	}
+	api := world.Client.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.ValidatingAdmissionPolicies().Delete(ctx, policy.Name, metav1.DeleteOptions{}) })
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+}
+
+// A drain meets two faults. Its evictions are answered 403 Forbidden (not a PodDisruptionBudget's
+// 429): Tailor keeps asking and never deletes the pod around the API. Then a bare pod, which
+// nothing would recreate, is bound straight to the cordoned node before it is terminated: the
+// drain is rolled back. Both pods keep running where they were, and both nodes stay.
+func TestEvictionRefusedThenBlockingPodRollsBackDrain(t *testing.T) {
+	consolidating(t, "")
+	ns := newNamespace(t)
+	refuseEvictions(t, ns)
+	twoHalfEmptyNodes(t, ns, nil)
+	before := map[string]string{} // pod name → UID
+	for _, p := range runningPods(t, ns) {
+		before[p.Name] = string(p.UID)
+	}
+
+	// The policy is in force once a dry-run eviction is refused.
+	anyPod := runningPods(t, ns)[0]
+	waitFor(t, "evictions refused", func() bool {
+		err := world.Client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anyPod.Name}, DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}})
+		return apierrors.IsForbidden(err)
+	})
+
+	var draining string
+	waitFor(t, "a node marked for disruption", func() bool {
+		for _, n := range tailorNodes(t) {
+			if hasTaint(&n, v1alpha1.TaintDisrupting) {
+				draining = n.Name
+				return true
+			}
+		}
+		return false
+	})
+	msg := waitEvent(t, ns, podOn(t, ns, draining).Name, "EvictionFailed")
+	t.Logf("eviction answered: %s", msg)
+	time.Sleep(3 * time.Second) // a few more passes, each asking again
+	for _, p := range runningPods(t, ns) {
+		if uid, ok := before[p.Name]; !ok || uid != string(p.UID) {
+			t.Fatalf("pod %s (%s) is not one of the pods before %v: the refused eviction was worked around", p.Name, p.UID, before)
+		}
+	}
+
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bare"}, Spec: podSpec("100m", "64Mi")}
+	bare.Spec.NodeName = draining
+	if _, err := world.Client.CoreV1().Pods(ns).Create(context.Background(), bare, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, "default", draining, "DisruptionRolledBack")
+	n := getNode(t, draining)
+	if hasTaint(n, v1alpha1.TaintDisrupting) || n.Spec.Unschedulable {
+		t.Errorf("node %s still marked after the rollback: taints %v, unschedulable %v", draining, n.Spec.Taints, n.Spec.Unschedulable)
+	}
+	waitFor(t, "three pods running", func() bool { return len(runningPods(t, ns)) == 3 })
+	for _, p := range runningPods(t, ns) {
+		if uid, ok := before[p.Name]; ok && uid != string(p.UID) {
+			t.Errorf("pod %s was replaced", p.Name)
+		}
+		if p.Name == "bare" && p.Spec.NodeName != draining {
+			t.Errorf("the bare pod runs on %s, want %s", p.Spec.NodeName, draining)
+		}
+	}
+	if cls := listClaims(t); len(cls) != 2 {
+		t.Errorf("%d claims, want both nodes kept", len(cls))
+	}
+}
+
+// podOn is the namespace's pod on node.
+func podOn(t *testing.T, ns, node string) corev1.Pod {
+	t.Helper()
+	for _, p := range runningPods(t, ns) {
+		if p.Spec.NodeName == node {
+			return p
+		}
+	}
+	t.Fatalf("no pod of %s on %s", ns, node)
+	return corev1.Pod{}
+}
