@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
@@ -122,5 +123,66 @@ func TestClaimWithoutPodsIsDropped(t *testing.T) {
 	}
 	if live := liveInstances(); len(live) != 0 {
 		t.Errorf("instances launched for a claim without pods: %v", live)
+	}
+}
+
+// The scheduler dies after EC2 launched a claim's instance but before the answer arrived, and
+// while it is down the EKS AMI behind the pool's image alias is released anew. The resumed
+// launch asks with the same client token but another image (so another launch template), and
+// EC2 answers IdempotentParameterMismatch: Tailor adopts the instance the first request
+// launched, found by the claim's tag, instead of failing and launching a second one.
+func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.FleetRequests()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", AfterEffect: true, Latency: time.Hour, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+
+	createPod(t, ns, "adopted", "1", "2Gi")
+	var claim, first string
+	waitFor(t, "an instance launched for a claim", func() bool {
+		for _, in := range liveInstances() {
+			if c := in.Tags[v1alpha1.TagClaim]; c != "" {
+				claim, first = c, in.ImageID
+				return true
+			}
+		}
+		return false
+	})
+	var param string
+	for _, arch := range []string{"x86_64", "arm64"} {
+		p := "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/" + arch + "/standard/recommended/image_id"
+		if cur, _ := world.Sim.SSMParameter(p); cur == first {
+			param = p
+		}
+	}
+	if param == "" {
+		t.Fatalf("the instance runs image %s, which no AL2023 alias names", first)
+	}
+	stopScheduler() // the crash
+	next, err := world.Sim.ReleaseImage(param)
+	if err != nil {
+		_ = startScheduler()
+		t.Fatal(err)
+	}
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+
+	pods := waitRunning(t, ns, 1)
+	var owned []cloud.Instance
+	for _, in := range liveInstances() {
+		if in.Tags[v1alpha1.TagClaim] == claim {
+			owned = append(owned, in)
+		}
+	}
+	if len(owned) != 1 || owned[0].ImageID != first {
+		t.Errorf("claim %s has instances %+v, want exactly the first one (image %s, not the new %s)", claim, owned, first, next)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1", got)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
+		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
 	}
 }

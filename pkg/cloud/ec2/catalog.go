@@ -24,8 +24,9 @@ import (
 //
 // The types and their zones are cached for Options.CatalogTTL, on-demand prices for
 // Options.OnDemandPriceTTL and spot prices for Options.SpotPriceTTL; whichever is stale is
-// refreshed by the call. A failure to load the types, or the first spot prices, is an error; a
-// failed price refresh keeps the last good prices (see the package documentation).
+// refreshed by the call. A failure to load the types is an error; a failed price refresh keeps
+// the last good prices, and before the first spot prices load there are no spot offerings (see
+// the package documentation).
 func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
 	p.catalogMu.Lock()
 	defer p.catalogMu.Unlock()

@@ -125,6 +125,9 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	input.LaunchTemplateConfigs = configs
 
 	out, err := p.createFleet(ctx, tmpls, input)
+	if apiErrorCode(err) == "IdempotentParameterMismatch" {
+		return p.adopt(ctx, req, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +256,29 @@ func (p *Provider) createFleet(ctx context.Context, tmpls []templateSpec, input 
 		}
 		return nil, fmt.Errorf("ec2: launch: %w", err)
 	}
+}
+
+// adopt answers a launch whose client token EC2 already knows with other parameters: the
+// request was sent before (a crash lost the answer) and has changed since, as when the image
+// alias now resolves to a newer AMI or a subnet was added. The first request's instance carries
+// the launch's tags (the claim's among them): it is the launch's answer. Only when none is left
+// running does the launch fail, and the claim with it; a new claim brings a new token.
+func (p *Provider) adopt(ctx context.Context, req cloud.LaunchRequest, mismatch error) (*cloud.LaunchResult, error) {
+	if len(req.Tags) == 0 {
+		return nil, fmt.Errorf("ec2: launch: %w (and no tags to find its first instance by)", mismatch)
+	}
+	found, err := p.Instances(ctx, req.Tags)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: launch: %w; finding the first request's instance: %v", mismatch, err)
+	}
+	for _, in := range found {
+		switch in.State {
+		case cloud.StatePending, cloud.StateRunning:
+			p.log.Info("ec2: launch adopted the instance of an earlier request with this client token", "instance", in.ID, "token", req.ClientToken)
+			return &cloud.LaunchResult{Instance: &in}, nil
+		}
+	}
+	return nil, fmt.Errorf("ec2: launch: %w, and no running instance carries its tags", mismatch)
 }
 
 // describeLaunched fills in a new instance (IP, DNS name, zone) with DescribeInstances, which

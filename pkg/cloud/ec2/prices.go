@@ -211,16 +211,22 @@ func parsePriceListItem(raw, region string) (string, float64, bool) {
 	return a.InstanceType, best, best > 0
 }
 
-// refreshSpotPrices loads the spot prices. The first load's failure is an error; a later one
-// keeps the last prices. Callers hold catalogMu.
+// refreshSpotPrices loads the spot prices. A failure keeps the last prices; before the first
+// load succeeds there are none, so the catalog offers no spot until one does: a spot outage (or
+// a policy without ec2:DescribeSpotPriceHistory) must not stall on-demand pools. Callers hold
+// catalogMu.
 func (p *Provider) refreshSpotPrices(ctx context.Context, now time.Time) error {
 	prices, err := p.fetchSpotPrices(ctx, now)
 	if err != nil {
-		if p.spot.prices == nil {
-			return fmt.Errorf("ec2: describing spot price history: %w", err)
-		}
 		if !p.spot.failing {
-			p.log.Warn("ec2: refreshing spot prices failed; keeping the last prices", "pricesFrom", p.spot.at, "error", err)
+			if p.spot.prices == nil {
+				p.log.Warn("ec2: loading spot prices failed; no spot offerings until they load", "error", err)
+			} else {
+				p.log.Warn("ec2: refreshing spot prices failed; keeping the last prices", "pricesFrom", p.spot.at, "error", err)
+			}
+		}
+		if p.spot.prices == nil {
+			p.spot.prices = map[string]map[string]float64{}
 		}
 		p.spot.failing, p.spot.next = true, now.Add(min(p.opts.SpotPriceTTL, spotRetry))
 		return nil

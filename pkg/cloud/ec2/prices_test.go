@@ -429,15 +429,30 @@ func TestFailedRefreshKeepsPrices(t *testing.T) {
 	}
 }
 
+// The first spot price load fails: the catalog still serves every on-demand offering (an
+// on-demand pool must not wait on spot prices) and no spot offering, until a load succeeds.
 func TestFirstSpotLoadFails(t *testing.T) {
 	e := newPriceEnv(t, "us-east-1", Options{}, nil)
 	e.sim.InjectFault(ec2sim.Fault{Action: "DescribeSpotPriceHistory", Code: "UnauthorizedOperation"})
-	if _, err := e.p.InstanceTypes(testCtx(t)); err == nil || !strings.Contains(err.Error(), "spot price history") {
-		t.Fatalf("error %v", err)
+	types := e.load(t)
+	zone := e.sim.Zones()[0]
+	if _, ok := price(types, "m5.large", zone, cloud.OnDemand); !ok {
+		t.Error("no on-demand offering while spot prices fail")
+	}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType == cloud.Spot {
+				t.Fatalf("spot offering %s in %s without a spot price", it.Name, o.Zone)
+			}
+		}
+	}
+	if n := e.logs.count(slog.LevelWarn, "no spot offerings"); n != 1 {
+		t.Errorf("%d warnings about missing spot prices, want 1", n)
 	}
 	e.sim.ClearFaults()
-	types := e.load(t)
-	if _, ok := price(types, "m5.large", e.sim.Zones()[0], cloud.Spot); !ok {
+	e.clock.Advance(spotRetry)
+	types = e.load(t)
+	if _, ok := price(types, "m5.large", zone, cloud.Spot); !ok {
 		t.Error("no spot offering after the failure cleared")
 	}
 }

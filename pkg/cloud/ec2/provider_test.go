@@ -574,3 +574,33 @@ func TestConcurrentLaunches(t *testing.T) {
 		t.Errorf("%d instances, %d launch templates", got, len(e.sim.LaunchTemplates()))
 	}
 }
+
+// A launch resumed with its client token after its request changed (another subnet, as after an
+// image alias moved or a pool's subnets changed) gets IdempotentParameterMismatch from EC2: the
+// provider adopts the instance the first request launched, found by the launch's tags, and EC2
+// launches nothing more. With no such instance left, the launch fails.
+func TestLaunchAdoptsAfterParameterMismatch(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.subnet(t, e.sim.Zones()[0]), e.subnet(t, e.sim.Zones()[1])
+	first, err := e.p.Launch(testCtx(t), e.request(t, "claim-m", cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a}))
+	if err != nil || first.Instance == nil {
+		t.Fatalf("first launch: %+v, %v", first, err)
+	}
+	changed := e.request(t, "claim-m", cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: b})
+	again, err := e.p.Launch(testCtx(t), changed)
+	if err != nil {
+		t.Fatalf("resumed launch: %v", err)
+	}
+	if again.Instance == nil || again.Instance.ID != first.Instance.ID {
+		t.Fatalf("resumed launch answered %+v, want the first instance %s", again.Instance, first.Instance.ID)
+	}
+	if n := e.sim.FleetRequests(); n != 1 {
+		t.Errorf("EC2 created %d fleets, want 1", n)
+	}
+	if err := e.p.Terminate(testCtx(t), first.Instance.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.p.Launch(testCtx(t), changed); err == nil || !strings.Contains(err.Error(), "IdempotentParameterMismatch") {
+		t.Errorf("resumed launch with its instance gone: %+v, %v; want the mismatch as an error", res, err)
+	}
+}

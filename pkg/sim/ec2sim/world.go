@@ -416,6 +416,26 @@ func (s *Sim) resolveParameter(name string) (string, bool) {
 	return id, true
 }
 
+// ReleaseImage publishes a newer image behind an AMI alias parameter, as AWS does with each
+// EKS AMI release, and returns its ID: launches that resolve the alias from now on get it.
+func (s *Sim) ReleaseImage(param string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.resolveParameter(param)
+	if !ok {
+		return "", fmt.Errorf("ec2sim: %s is not an image alias parameter", param)
+	}
+	next := *s.imageByID[old]
+	next.id = fmt.Sprintf("ami-0%016x", hash64(s.opts.Region+"|"+param+"|after|"+old))
+	next.name += "-next"
+	next.created = next.created.Add(24 * time.Hour)
+	next.tags = map[string]string{}
+	s.images = append(s.images, &next)
+	s.imageByID[next.id] = &next
+	s.ssmParams[param] = next.id
+	return next.id, nil
+}
+
 func (s *Sim) sdkImage(im *image) ec2types.Image {
 	return ec2types.Image{
 		Architecture: ec2types.ArchitectureValues(im.arch),
