@@ -19,20 +19,7 @@ import (
 func TestCrashAfterLaunchBeforeRecord(t *testing.T) {
 	ns := newNamespace(t)
 	fleets := world.Sim.FleetRequests()
-	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", AfterEffect: true, Latency: time.Hour, Times: 1})
-	t.Cleanup(world.Sim.ClearFaults)
-
-	createPod(t, ns, "survivor", "1", "2Gi")
-	var claim string
-	waitFor(t, "an instance launched for a claim", func() bool {
-		for _, in := range liveInstances() {
-			if c := in.Tags[v1alpha1.TagClaim]; c != "" {
-				claim = c
-				return true
-			}
-		}
-		return false
-	})
+	claim, _ := launchWithAnswerLost(t, ns, "survivor")
 	for _, c := range listClaims(t) {
 		if c.Name == claim && c.Status.InstanceID != "" {
 			t.Fatalf("claim %s recorded its instance; the crash came too late", claim)
@@ -61,6 +48,28 @@ func TestCrashAfterLaunchBeforeRecord(t *testing.T) {
 	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
 		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
 	}
+}
+
+// launchWithAnswerLost creates a 1-cpu pod whose launch EC2 carries out but never answers (the
+// CreateFleet call hangs after taking effect, as a crash mid-call would leave it), and returns
+// the claim and its instance once the instance exists.
+func launchWithAnswerLost(t *testing.T, ns, pod string) (string, cloud.Instance) {
+	t.Helper()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", AfterEffect: true, Latency: time.Hour, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+	createPod(t, ns, pod, "1", "2Gi")
+	var claim string
+	var inst cloud.Instance
+	waitFor(t, "an instance launched for a claim", func() bool {
+		for _, in := range liveInstances() {
+			if c := in.Tags[v1alpha1.TagClaim]; c != "" {
+				claim, inst = c, in
+				return true
+			}
+		}
+		return false
+	})
+	return claim, inst
 }
 
 func claimNames(cls []*v1alpha1.Claim) []string {
@@ -134,20 +143,8 @@ func TestClaimWithoutPodsIsDropped(t *testing.T) {
 func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
 	ns := newNamespace(t)
 	fleets := world.Sim.FleetRequests()
-	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", AfterEffect: true, Latency: time.Hour, Times: 1})
-	t.Cleanup(world.Sim.ClearFaults)
-
-	createPod(t, ns, "adopted", "1", "2Gi")
-	var claim, first string
-	waitFor(t, "an instance launched for a claim", func() bool {
-		for _, in := range liveInstances() {
-			if c := in.Tags[v1alpha1.TagClaim]; c != "" {
-				claim, first = c, in.ImageID
-				return true
-			}
-		}
-		return false
-	})
+	claim, inst := launchWithAnswerLost(t, ns, "adopted")
+	first := inst.ImageID
 	var param string
 	for _, arch := range []string{"x86_64", "arm64"} {
 		p := "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/" + arch + "/standard/recommended/image_id"
