@@ -327,6 +327,9 @@ func (c *Controller) sweep(ctx context.Context) {
 				c.remove(ctx, cl, running, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration), true)
 			}
 		case v1alpha1.ClaimRegistered:
+			if _, ok := running[cl.Status.InstanceID]; ok && cl.Status.InitializedAt == nil {
+				c.checkInitialized(ctx, cl, running, now)
+			}
 			if _, ok := running[cl.Status.InstanceID]; !ok {
 				// The instance is gone (terminated by hand, or by a drain that crashed before
 				// cleaning up): once its node is gone or going, so is the claim.
@@ -394,6 +397,46 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
 	}
 	c.Activate(pods)
+}
+
+// checkInitialized records when a registered claim's node is first Ready without startup
+// taints; a node still not there registrationTimeout after its launch (a kubelet that never
+// becomes Ready, an agent that never lifts its startup taint) is given up like one that never
+// registered: the instance is terminated, the claim removed and its pods planned again. A node
+// initialized once is never given up for being NotReady later: that is repair, not this.
+func (c *Controller) checkInitialized(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, now time.Time) {
+	n, err := c.Nodes.Get(cl.Status.NodeName)
+	if err != nil || n.DeletionTimestamp != nil {
+		return
+	}
+	if Ready(n) && !Starting(c.Args, withoutOperationalTaints(n)) {
+		cl = cl.DeepCopy()
+		at := metav1.NewTime(now)
+		cl.Status.InitializedAt = &at
+		if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
+		}
+		return
+	}
+	if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
+		c.Recorder.Eventf(n, nil, corev1.EventTypeWarning, "InitializationTimedOut", "Registration",
+			"not Ready without startup taints within %s of its launch; Tailor terminates it and plans its pods again", c.Args.RegistrationTimeout.Duration)
+		c.remove(ctx, cl, running, fmt.Sprintf("its node did not become Ready without startup taints within %s", c.Args.RegistrationTimeout.Duration), true)
+	}
+}
+
+// withoutOperationalTaints is n without the node.kubernetes.io taints that say what happens to
+// a node in service (cordoned, under pressure), not that it is still coming up.
+func withoutOperationalTaints(n *corev1.Node) *corev1.Node {
+	out := n.DeepCopy()
+	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, func(t corev1.Taint) bool {
+		switch t.Key {
+		case corev1.TaintNodeUnschedulable, corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure:
+			return true
+		}
+		return false
+	})
+	return out
 }
 
 func hasTaint(n *corev1.Node, key string) bool {

@@ -95,6 +95,10 @@ type ClaimStatus struct {
 	NodeName     string       `json:"nodeName,omitempty"`
 	LaunchedAt   *metav1.Time `json:"launchedAt,omitempty"`
 	RegisteredAt *metav1.Time `json:"registeredAt,omitempty"`
+	// InitializedAt is when the Node was first seen Ready without startup taints (its pool's,
+	// Tailor's or the node lifecycle's). A node not initialized within registrationTimeout of
+	// its launch is given up: terminated, and its pods planned again.
+	InitializedAt *metav1.Time `json:"initializedAt,omitempty"`
 	// Message explains the phase, e.g. why a launch failed.
 	Message string `json:"message,omitempty"`
 }

@@ -115,6 +115,10 @@ func (in *ClaimStatus) DeepCopyInto(out *ClaimStatus) {
 		in, out := &in.RegisteredAt, &out.RegisteredAt
 		*out = (*in).DeepCopy()
 	}
+	if in.InitializedAt != nil {
+		in, out := &in.InitializedAt, &out.InitializedAt
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+)
+
+// A node registers but its pool's startup taint is never lifted (the agent that should lift it
+// never starts): the pod cannot land, and 20 s (registrationTimeout) after the launch Tailor
+// gives the node up, terminating its instance and planning the pod again. Once an agent lifts
+// the taint on the new node, the pod runs there; the first instance is gone, not leaked, and
+// each claim has had exactly one instance.
+func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
+	const startupTaint = "example.com/agent-not-ready"
+	restartScheduler(t, func(args map[string]any) {
+		args["registrationTimeout"] = "20s"
+		args["pools"].([]any)[0].(map[string]any)["startupTaints"] = []any{map[string]any{"key": startupTaint, "effect": "NoSchedule"}}
+	})
+	ns := newNamespace(t)
+	createDeployment(t, ns, "waits", 1, podSpec("500m", "512Mi"))
+
+	var first *v1alpha1.Claim
+	waitFor(t, "a node registered with the startup taint", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimRegistered {
+				first = c
+				return true
+			}
+		}
+		return false
+	})
+	if n := getNode(t, first.Status.NodeName); !hasTaint(n, startupTaint) {
+		t.Fatalf("node %s has no startup taint: %v", n.Name, n.Spec.Taints)
+	}
+	waitForWithin(t, "the first claim given up", 90*time.Second, func() bool {
+		for _, c := range listClaims(t) {
+			if c.Name == first.Name {
+				return false
+			}
+		}
+		return true
+	})
+	in, ok := world.Sim.Instance(first.Status.InstanceID)
+	if !ok || (in.State != cloud.StateTerminated && in.State != cloud.StateShuttingDown) {
+		t.Errorf("instance %s of the given-up claim: %+v, want terminated", first.Status.InstanceID, in)
+	}
+	if first.Status.LaunchedAt != nil {
+		t.Logf("given up %s after launch", time.Since(first.Status.LaunchedAt.Time).Round(time.Second))
+	}
+
+	// The replacement registers; an agent lifts its taint, and the pod runs there.
+	var second *v1alpha1.Claim
+	waitFor(t, "a second node registered", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Name != first.Name && c.Status.Phase == v1alpha1.ClaimRegistered {
+				second = c
+				return true
+			}
+		}
+		return false
+	})
+	n := getNode(t, second.Status.NodeName)
+	var taints []corev1.Taint
+	for _, tt := range n.Spec.Taints {
+		if tt.Key != startupTaint {
+			taints = append(taints, tt)
+		}
+	}
+	n.Spec.Taints = taints
+	if _, err := world.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitRunning(t, ns, 1)
+	if pods[0].Spec.NodeName != second.Status.NodeName {
+		t.Errorf("pod on %s, want the second node %s", pods[0].Spec.NodeName, second.Status.NodeName)
+	}
+	waitFor(t, "the second claim initialized", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Name == second.Name {
+				return c.Status.InitializedAt != nil
+			}
+		}
+		return false
+	})
+	perClaim := map[string]int{}
+	for _, in := range liveInstances() {
+		if c := in.Tags[v1alpha1.TagClaim]; c != "" {
+			perClaim[c]++
+		}
+	}
+	if len(perClaim) != 1 || perClaim[second.Name] != 1 {
+		t.Errorf("live instances per claim %v, want one, of %s", perClaim, second.Name)
+	}
+}
