@@ -35,6 +35,11 @@ func NewStore(cfg *rest.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewStoreForClient(dc), nil
+}
+
+// NewStoreForClient builds a store on a dynamic client (NewStore's, or a test's).
+func NewStoreForClient(dc dynamic.Interface) *Store {
 	inf := dynamicinformer.NewFilteredDynamicInformer(dc, v1alpha1.ClaimResource, metav1.NamespaceAll, 10*time.Minute,
 		cache.Indexers{byInstanceID: func(obj interface{}) ([]string, error) {
 			c, err := FromUnstructured(obj)
@@ -43,7 +48,7 @@ func NewStore(cfg *rest.Config) (*Store, error) {
 			}
 			return []string{c.Status.InstanceID}, nil
 		}}, nil)
-	return &Store{client: dc.Resource(v1alpha1.ClaimResource), informer: inf.Informer()}, nil
+	return &Store{client: dc.Resource(v1alpha1.ClaimResource), informer: inf.Informer()}
 }
 
 // Run starts the informer and waits for its first list.

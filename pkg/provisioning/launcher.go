@@ -84,7 +84,7 @@ func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, t.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error
-		created, err = l.Claims.Create(ctx, claim)
+		created, err = l.createClaim(ctx, claim, podsKey(claim.Spec.Pods))
 		if err != nil {
 			return "", err
 		}
@@ -137,6 +137,8 @@ func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNod
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, n.Template.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error
+		// Generated names: one decision may record several replacements for the same nodes,
+		// and consolidation finds the replacements of a node by their annotation.
 		created, err = l.Claims.Create(ctx, claim)
 		if err != nil {
 			return "", err
