@@ -1,6 +1,7 @@
 package consolidation
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -171,3 +172,57 @@ func checkDecisions(t *testing.T, ds []decision, kept []skipped, want string, wa
 		}
 	}
 }
+
+// decisionCase is a hand-built cluster and what deciding about it gives: the decisions as
+// summary has them, and the nodes kept as checkDecisions wants them.
+type decisionCase struct {
+	name string
+	// pool, if set, changes the pool's disruption settings for the case.
+	pool   func(w *world)
+	budget int
+	build  func(w *world) ([]*ownedNode, []*corev1.Pod)
+	want   string
+	kept   []string
+}
+
+// run checks each case against decideIn, the pool restored after each.
+func (w *world) run(t *testing.T, cases []decisionCase, decideIn func(s *snapshot) ([]decision, []skipped)) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			saved := *w.pool
+			defer func() { *w.pool = saved }()
+			if tc.pool != nil {
+				tc.pool(w)
+			}
+			owned, pods := tc.build(w)
+			ds, kept := decideIn(w.snapshot(tc.budget, owned, pods...))
+			checkDecisions(t, ds, kept, tc.want, tc.kept...)
+		})
+	}
+}
+
+// decide is decide() over s.
+func (w *world) decide(s *snapshot) ([]decision, []skipped) {
+	return decide(context.Background(), s, w.fw)
+}
+
+// only runs the method m alone over s, as decide would: on the candidates it wants, in a pass
+// of its own.
+func (w *world) only(m method) func(s *snapshot) ([]decision, []skipped) {
+	return func(s *snapshot) ([]decision, []skipped) {
+		cs, _ := candidates(s)
+		return m.compute(newPass(context.Background(), s, w.fw), wanted(m, s, cs))
+	}
+}
+
+// expiring gives the pool an expireAfter of 30 minutes (the world's nodes are an hour old).
+func expiring(w *world) { w.pool.Disruption.ExpireAfter = metav1.Duration{Duration: 30 * time.Minute} }
+
+// whenEmpty consolidates the pool only when its nodes are empty.
+func whenEmpty(w *world) { w.pool.Disruption.ConsolidationPolicy = config.WhenEmpty }
+
+// nodes is its arguments, so that a case's build reads as one line.
+func nodes(os ...*ownedNode) []*ownedNode { return os }
+
+// pods is its arguments.
+func pods(ps ...*corev1.Pod) []*corev1.Pod { return ps }

@@ -83,19 +83,11 @@ var steps = [][]method{
 // the planner) where pods would go.
 func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision, []skipped) {
 	cs, kept := candidates(s)
-	p := &pass{ctx: ctx, s: s, fw: fw, budget: make(map[string]int, len(s.budget))}
-	for k, v := range s.budget {
-		p.budget[k] = v
-	}
+	p := newPass(ctx, s, fw)
 	var out []decision
 	for _, step := range steps {
 		for _, m := range step {
-			var mine []*candidate
-			for _, c := range cs {
-				if m.wants(s, c) {
-					mine = append(mine, c)
-				}
-			}
+			mine := wanted(m, s, cs)
 			if len(mine) == 0 {
 				continue
 			}
@@ -108,6 +100,17 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		}
 	}
 	return out, kept
+}
+
+// wanted are the candidates m wants, in their order.
+func wanted(m method, s *snapshot, cs []*candidate) []*candidate {
+	var out []*candidate
+	for _, c := range cs {
+		if m.wants(s, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // candidates are the owned nodes the methods may decide about, in the snapshot's order, and the

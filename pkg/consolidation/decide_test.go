@@ -1,14 +1,11 @@
 package consolidation
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
 
@@ -17,16 +14,7 @@ import (
 // delete, merge or replacement. Each case is a hand-built cluster of the general pool.
 func TestDecideOrder(t *testing.T) {
 	w := newWorld(t)
-	expiring := func(w *world) { w.pool.Disruption.ExpireAfter = metav1.Duration{Duration: 30 * time.Minute} }
-	whenEmpty := func(w *world) { w.pool.Disruption.ConsolidationPolicy = config.WhenEmpty }
-	for _, tc := range []struct {
-		name   string
-		pool   func(w *world)
-		budget int
-		build  func(w *world) ([]*ownedNode, []*corev1.Pod)
-		want   string
-		kept   []string
-	}{
+	w.run(t, []decisionCase{
 		{name: "empty nodes first, all the budget allows", budget: 1,
 			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
 				return []*ownedNode{w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge"), w.node("c", "m6g.xlarge", drifted)},
@@ -98,16 +86,5 @@ func TestDecideOrder(t *testing.T) {
 					[]*corev1.Pod{w.pod("p1", "a", "1", ownedBy("")), w.pod("p2", "b", "1", ownedBy("")), w.pod("p3", "c", "1", ownedBy(""))}
 			},
 			kept: []string{"a: has no controller", "c: has no controller", "d: node is annotated"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			saved := *w.pool
-			defer func() { *w.pool = saved }()
-			if tc.pool != nil {
-				tc.pool(w)
-			}
-			owned, pods := tc.build(w)
-			ds, kept := decide(context.Background(), w.snapshot(tc.budget, owned, pods...), w.fw)
-			checkDecisions(t, ds, kept, tc.want, tc.kept...)
-		})
-	}
+	}, w.decide)
 }

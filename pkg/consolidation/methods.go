@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"context"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,6 +53,11 @@ type pass struct {
 	fw     *profile.Framework
 	budget map[string]int
 	q      *questions
+}
+
+// newPass starts a pass over s with a copy of its budgets.
+func newPass(ctx context.Context, s *snapshot, fw *profile.Framework) *pass {
+	return &pass{ctx: ctx, s: s, fw: fw, budget: maps.Clone(s.budget)}
 }
 
 // questions returns the pass's questions, setting them up on the first call: a pass that asks
