@@ -2,8 +2,6 @@ package consolidation
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,24 +12,6 @@ import (
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
-)
-
-// Methods, in the order they are tried: the cheapest decision first.
-const (
-	methodExpired = "expired"
-	methodDrift   = "drift"
-	methodEmpty   = "empty"
-	methodDelete  = "delete"
-	methodMerge   = "merge"
-	methodReplace = "replace"
-)
-
-// maxMerge bounds how many nodes one merge considers at once; maxReplaceQuestions how many
-// single-node replacements one pass asks about (each plans new capacity, the costliest
-// question). Passes rotate through the candidates, so every node is asked about in turn.
-const (
-	maxMerge            = 16
-	maxReplaceQuestions = 8
 )
 
 // ownedNode is a node Tailor launched: its claim is Registered on it.
@@ -84,226 +64,98 @@ type snapshot struct {
 	excluded map[string]bool
 }
 
-// decide picks what to disrupt, the cheapest decision first: every empty node the budgets
-// allow; if there is none, every drifted or expired node the budgets allow (with replacements
-// when their pods need new capacity); if there is none, one delete, merge or replacement, so each
-// pass makes one move whose effect the next pass sees. It never touches a node with a blocking
-// pod, and it asks the profile's Filter plugins (through the planner) where pods would go.
+// steps are the methods in the order decide tries them, the cheapest decision first. A pass
+// ends with the first step that decides something, so that each pass makes the cheapest move
+// there is and the next pass sees its effect. Empty and interrupted nodes are one step: an
+// interrupted node never waits for empty ones to go, nor they for it. Drift and expiry take every
+// node the budgets allow; delete, merge and replace one move between them.
+var steps = [][]method{
+	{emptyMethod{}, interruptionMethod{}},
+	{renewMethod{}},
+	{deleteMethod{}},
+	{mergeMethod{}},
+	{replaceMethod{}},
+}
+
+// decide picks what to disrupt: the candidates each method wants, step by step, within the
+// pools' budgets (a copy of the snapshot's, which the methods spend). It never touches a node
+// with a blocking pod unless EC2 takes it, and it asks the profile's Filter plugins (through
+// the planner) where pods would go.
 func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision, []skipped) {
+	cs, kept := candidates(s)
+	p := newPass(ctx, s, fw)
+	var out []decision
+	for _, step := range steps {
+		for _, m := range step {
+			mine := wanted(m, s, cs)
+			if len(mine) == 0 {
+				continue
+			}
+			ds, sk := m.compute(p, mine)
+			out = append(out, ds...)
+			kept = append(kept, sk...)
+		}
+		if len(out) > 0 {
+			break
+		}
+	}
+	return out, kept
+}
+
+// wanted are the candidates m wants, in their order.
+func wanted(m method, s *snapshot, cs []*candidate) []*candidate {
+	var out []*candidate
+	for _, c := range cs {
+		if m.wants(s, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// candidates are the owned nodes the methods may decide about, in the snapshot's order, and the
+// nodes kept from all of them: annotated do-not-disrupt, or with a pod that blocks disruption.
+// An interrupted node is a candidate whatever it carries. What blocks is said only of a node due
+// for a look (drifted, expired or idle), not of every busy node.
+func candidates(s *snapshot) ([]*candidate, []skipped) {
 	podsOn := map[string][]*corev1.Pod{}
 	for _, p := range s.pods {
 		if p.Spec.NodeName != "" {
 			podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
 		}
 	}
-	budget := map[string]int{}
-	for k, v := range s.budget {
-		budget[k] = v
-	}
-	var out []decision
+	var cs []*candidate
 	var kept []skipped
-	var underutilized, renew, interrupted []decision
-	take := func(d decision) bool {
-		if budget[d.node.pool.Name] < 1 {
-			kept = append(kept, skipped{d.node, fmt.Sprintf("pool %s's disruption budget is used up", d.node.pool.Name)})
-			return false
-		}
-		budget[d.node.pool.Name]--
-		out = append(out, d)
-		return true
-	}
 	for _, o := range s.owned {
-		if interruption(o.node) != "" {
+		c := &candidate{ownedNode: o, pods: podsOn[o.node.Name]}
+		if interrupted(o) {
 			// EC2 takes it whatever Tailor decides: no budget, annotation or pod keeps it.
-			interrupted = append(interrupted, interruptedDecision(o, podsOn[o.node.Name]))
+			cs = append(cs, c)
 			continue
 		}
 		if o.node.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
 			kept = append(kept, skipped{o, "node is annotated " + v1alpha1.AnnotationDoNotDisrupt})
 			continue
 		}
-		var evictable []*corev1.Pod
 		blocked := ""
-		for _, p := range podsOn[o.node.Name] {
+		for _, p := range c.pods {
 			switch v, why := judge(p, s.pdbs); v {
 			case evict:
-				evictable = append(evictable, p)
+				c.evict = append(c.evict, p)
 			case block:
 				if blocked == "" {
 					blocked = why
 				}
 			}
 		}
-		expired := o.pool.Disruption.ExpireAfter.Duration > 0 && s.now.Sub(o.node.CreationTimestamp.Time) >= o.pool.Disruption.ExpireAfter.Duration
-		launchedWith := o.claim.Annotations[v1alpha1.AnnotationPoolHash]
-		drifted := launchedWith != "" && launchedWith != o.pool.LaunchHash()
-		idle := s.now.Sub(o.idleSince) >= o.pool.Disruption.ConsolidateAfter.Duration
 		switch {
-		case blocked != "" && (expired || drifted || idle):
+		case blocked == "":
+			cs = append(cs, c)
+		case due(s, o) || idle(s, o):
 			kept = append(kept, skipped{o, blocked})
-		case drifted:
-			renew = append(renew, decision{node: o, method: methodDrift, why: fmt.Sprintf("pool %s's launch settings changed since it launched", o.pool.Name), evict: evictable})
-		case expired:
-			renew = append(renew, decision{node: o, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", o.pool.Disruption.ExpireAfter.Duration), evict: evictable})
-		case !idle:
-		case len(evictable) == 0:
-			take(decision{node: o, method: methodEmpty, why: "no pods but DaemonSet pods", evict: nil})
-		case o.pool.Disruption.ConsolidationPolicy == config.WhenEmptyOrUnderutilized:
-			underutilized = append(underutilized, decision{node: o, method: methodDelete, evict: evictable})
 		}
 	}
-	if len(interrupted) > 0 {
-		// Interrupted nodes first, alone in their pass: replacements when their pods need new
-		// capacity, else a plain drain. The next pass looks again with them gone.
-		q := newQuestions(ctx, s, fw)
-		for _, d := range interrupted {
-			if r := q.repack(s.templates, []decision{d}); r != nil && len(r.Nodes) > 0 {
-				d.replacements = r.Nodes
-			}
-			out = append(out, d)
-			q.gone = append(q.gone, d.node.node.Name)
-		}
-		return out, kept
-	}
-	if len(underutilized) == 0 && len(renew) == 0 || len(out) > 0 {
-		// Empty nodes go first; the next pass looks again with them gone.
-		return out, kept
-	}
-	q := newQuestions(ctx, s, fw)
-	// Drifted and expired nodes are renewed whatever it costs: replacements first when their
-	// pods need new capacity, else (their pods fit elsewhere, or nothing can be planned for
-	// them now) a plain drain, after which the pods are provisioned as usual.
-	for _, d := range renew {
-		if budget[d.node.pool.Name] < 1 {
-			kept = append(kept, skipped{d.node, fmt.Sprintf("%s, but pool %s's disruption budget is used up", d.why, d.node.pool.Name)})
-			continue
-		}
-		if r := q.repack(s.templates, []decision{d}); r != nil && len(r.Nodes) > 0 {
-			d.replacements = r.Nodes
-		}
-		take(d)
-		// Later questions see it gone: two drifted nodes must not each count on the other.
-		q.gone = append(q.gone, d.node.node.Name)
-	}
-	if len(out) > 0 {
-		return out, kept
-	}
-	// The most expensive node first: removing it saves the most.
-	sort.SliceStable(underutilized, func(i, j int) bool { return underutilized[i].node.price > underutilized[j].node.price })
-	// Delete: one node whose pods all fit on the others.
-	for _, d := range underutilized {
-		if budget[d.node.pool.Name] < 1 {
-			continue
-		}
-		if r := q.repack(nil, []decision{d}); r != nil && len(r.Nodes) == 0 {
-			d.why = fmt.Sprintf("its %d pods fit on the other nodes; saves $%.4f/h", len(d.evict), d.node.price)
-			take(d)
-			return out, kept
-		}
-	}
-	// Merge: several nodes into fewer or cheaper ones; the largest set that pays, found by
-	// halving as Karpenter's multi-node consolidation does.
-	for k := min(len(underutilized), maxMerge); k >= 2 && len(s.templates) > 0; k /= 2 {
-		set := underutilized[:k]
-		if d, ok := q.replace(set, s, methodMerge); ok && fitsBudget(budget, d) {
-			takeAll(budget, d)
-			return append(out, d), kept
-		}
-	}
-	// Replace: one node by a cheaper one.
-	for i := 0; i < len(underutilized) && i < maxReplaceQuestions; i++ {
-		d := underutilized[(s.rotation+i)%len(underutilized)]
-		if d, ok := q.replace([]decision{d}, s, methodReplace); ok && fitsBudget(budget, d) {
-			takeAll(budget, d)
-			return append(out, d), kept
-		}
-	}
-	return out, kept
-}
-
-// questions asks the planner where pods would go, with each pod's PreFilter state computed once
-// per pass.
-type questions struct {
-	ctx     context.Context
-	fw      *profile.Framework
-	cluster *planning.Cluster
-	states  map[*corev1.Pod]*planning.Pod
-	// planner is shared by the questions that may launch, so template nodes are built once.
-	planner *planning.Planner
-	// gone are nodes already decided away in this pass.
-	gone []string
-}
-
-// newQuestions sets the framework's snapshot to s and returns the pass's questions.
-func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
-	fw.SetSnapshot(s.nodes, s.pods)
-	return &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
-		planner: &planning.Planner{Templates: s.templates}}
-}
-
-// repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
-// other nodes and new nodes of templates. It returns nil if some pod would have nowhere to go.
-func (q *questions) repack(templates []*planning.Template, ds []decision) *planning.Repacked {
-	removed := append([]string(nil), q.gone...)
-	var moving []*planning.Pod
-	for _, d := range ds {
-		removed = append(removed, d.node.node.Name)
-		for _, p := range d.evict {
-			mp, ok := q.states[p]
-			if !ok {
-				// Asked of an unbound copy: a bound pod fits only its own node.
-				c := p.DeepCopy()
-				c.Spec.NodeName = ""
-				state, err := q.fw.PreFilter(q.ctx, c)
-				if err != nil {
-					return nil
-				}
-				mp = planning.NewPod(c, &planning.FilterState{Plugins: q.fw, State: state, Pod: c})
-				q.states[p] = mp
-			}
-			moving = append(moving, mp)
-		}
-	}
-	planner := &planning.Planner{}
-	if len(templates) > 0 {
-		planner = q.planner
-	}
-	r := planner.Repack(q.ctx, q.cluster, removed, moving)
-	if len(r.Unschedulable) > 0 {
-		return nil
-	}
-	return r
-}
-
-// replace asks whether the nodes of set can go, their pods moving to the other nodes and to new
-// nodes cheaper together by the required margin.
-func (q *questions) replace(set []decision, s *snapshot, method string) (decision, bool) {
-	r := q.repack(s.templates, set)
-	if r == nil {
-		return decision{}, false
-	}
-	var before float64
-	var evict []*corev1.Pod
-	var others []*ownedNode
-	for i, d := range set {
-		before += d.node.price
-		evict = append(evict, d.evict...)
-		if i > 0 {
-			others = append(others, d.node)
-		}
-	}
-	after := r.PricePerHour()
-	switch {
-	case after > before*(1-s.minSavings):
-		return decision{}, false // no churn for pennies
-	case method == methodMerge && len(r.Nodes) >= len(set), method == methodReplace && len(r.Nodes) == 0:
-		return decision{}, false
-	}
-	why := fmt.Sprintf("%d nodes ($%.4f/h) become %d new ($%.4f/h) plus room on the others; saves $%.4f/h", len(set), before, len(r.Nodes), after, before-after)
-	if method == methodReplace {
-		why = fmt.Sprintf("%d cheaper node(s) (%s, $%.4f/h) hold its %d pods for $%.4f/h less", len(r.Nodes), r.Nodes[0].Template.Type.Name, after, len(evict), before-after)
-	}
-	return decision{node: set[0].node, others: others, method: method, why: why, evict: evict, replacements: r.Nodes}, true
+	return cs, kept
 }
 
 func fitsBudget(budget map[string]int, d decision) bool {

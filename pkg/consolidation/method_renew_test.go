@@ -1,0 +1,38 @@
+package consolidation
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestRenewMethod(t *testing.T) {
+	w := newWorld(t)
+	w.run(t, []decisionCase{
+		{name: "drifted: a plain drain when the pods fit elsewhere", budget: 5,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", drifted), w.node("b", "m6g.xlarge", busy)), pods(w.pod("p", "a", "1"))
+			},
+			want: "drift a (1 pods, 0 new)"},
+		{name: "expired: replacements when the pods fit nowhere else", pool: expiring, budget: 1,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge")), pods(w.pod("p", "a", "3"))
+			},
+			want: "expired a (1 pods, 1 new)"},
+		{name: "drifted and expired is drift; the budget goes in node order", pool: expiring, budget: 1,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", drifted), w.node("b", "m6g.xlarge")), nil
+			},
+			want: "drift a (0 pods, 0 new)", kept: []string{"b: older than the pool's expireAfter (30m0s), but pool general's disruption budget is used up"}},
+		{name: "the second node does not count on the first's room", budget: 5,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", drifted), w.node("b", "m6g.xlarge", drifted)), pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"))
+			},
+			want: "drift a (1 pods, 0 new); drift b (1 pods, 1 new)"},
+		{name: "young nodes of the same settings stay", pool: expiring, budget: 5,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", createdAgo(29*time.Minute))), pods(w.pod("p", "a", "1"))
+			}},
+	}, w.only(renewMethod{}))
+}

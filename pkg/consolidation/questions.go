@@ -1,0 +1,101 @@
+package consolidation
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/profile"
+)
+
+// questions asks the planner where pods would go, with each pod's PreFilter state computed once
+// per pass.
+type questions struct {
+	ctx     context.Context
+	fw      *profile.Framework
+	cluster *planning.Cluster
+	states  map[*corev1.Pod]*planning.Pod
+	// planner is shared by the questions that may launch, so template nodes are built once.
+	planner *planning.Planner
+	// gone are nodes already decided away in this pass.
+	gone []string
+}
+
+// newQuestions sets the framework's snapshot to s and returns the pass's questions.
+func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
+	fw.SetSnapshot(s.nodes, s.pods)
+	return &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
+		planner: &planning.Planner{Templates: s.templates}}
+}
+
+// repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
+// other nodes and new nodes of templates. It returns nil if some pod would have nowhere to go.
+func (q *questions) repack(templates []*planning.Template, ds []decision) *planning.Repacked {
+	removed := append([]string(nil), q.gone...)
+	var moving []*planning.Pod
+	for _, d := range ds {
+		removed = append(removed, d.node.node.Name)
+		for _, p := range d.evict {
+			mp, ok := q.states[p]
+			if !ok {
+				// Asked of an unbound copy: a bound pod fits only its own node.
+				c := p.DeepCopy()
+				c.Spec.NodeName = ""
+				state, err := q.fw.PreFilter(q.ctx, c)
+				if err != nil {
+					return nil
+				}
+				mp = planning.NewPod(c, &planning.FilterState{Plugins: q.fw, State: state, Pod: c})
+				q.states[p] = mp
+			}
+			moving = append(moving, mp)
+		}
+	}
+	planner := &planning.Planner{}
+	if len(templates) > 0 {
+		planner = q.planner
+	}
+	r := planner.Repack(q.ctx, q.cluster, removed, moving)
+	if len(r.Unschedulable) > 0 {
+		return nil
+	}
+	return r
+}
+
+// replaceIfNeeded gives d the new nodes its pods need, if they fit nowhere else and templates
+// can hold them; else d stays a plain drain, after which its pods are provisioned as usual.
+// Later questions of the pass see d's node gone, so two nodes going in one pass never each
+// count on the other's room.
+func (q *questions) replaceIfNeeded(templates []*planning.Template, d *decision) {
+	if r := q.repack(templates, []decision{*d}); r != nil && len(r.Nodes) > 0 {
+		d.replacements = r.Nodes
+	}
+	q.gone = append(q.gone, d.node.node.Name)
+}
+
+// cheaper asks whether the nodes of set can go, their pods moving to the other nodes and to new
+// nodes cheaper together than set by the fraction minSavings: no churn for pennies. The decision
+// it returns takes set (the first as its node) and launches the new nodes; the caller names the
+// method and says why. before and after are the hourly prices of set and of the new nodes.
+func (q *questions) cheaper(set []*candidate, templates []*planning.Template, minSavings float64) (d decision, before, after float64, ok bool) {
+	ds := make([]decision, len(set))
+	for i, c := range set {
+		ds[i] = decision{node: c.ownedNode, evict: c.evict}
+		before += c.price
+		d.evict = append(d.evict, c.evict...)
+		if i > 0 {
+			d.others = append(d.others, c.ownedNode)
+		}
+	}
+	r := q.repack(templates, ds)
+	if r == nil {
+		return decision{}, 0, 0, false
+	}
+	after = r.PricePerHour()
+	if after > before*(1-minSavings) {
+		return decision{}, 0, 0, false
+	}
+	d.node, d.replacements = set[0].ownedNode, r.Nodes
+	return d, before, after, true
+}
