@@ -1,0 +1,108 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/cloud/fake"
+	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/offerings"
+)
+
+// throttled is an AWS throttling error as the SDK surfaces it.
+type throttled struct{}
+
+func (throttled) Error() string     { return "api error RequestLimitExceeded: Request limit exceeded." }
+func (throttled) ErrorCode() string { return "RequestLimitExceeded" }
+
+// launcherWorld is a Launcher on the fake cloud, a fake claims API and a pod lister.
+type launcherWorld struct {
+	l     *Launcher
+	cloud *fake.Provider
+	pods  cache.Indexer
+}
+
+func newLauncherWorld(t *testing.T) *launcherWorld {
+	t.Helper()
+	args := &config.TailorArgs{ClusterName: "demo", Pools: []config.Pool{{Name: "general", AMI: "al2023", InstanceProfile: "node", CapacityTypes: []string{"on-demand"}}}}
+	fc := fake.New([]cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192,
+		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}}}},
+		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"})
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{v1alpha1.ClaimResource: "ClaimList"})
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(dc), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
+		Pods: corelisters.NewPodLister(pods), Activate: func([]*corev1.Pod) {}, Offerings: offerings.New(offerings.Options{Args: args, Cloud: fc})}
+	return &launcherWorld{l: NewLauncher(o), cloud: fc, pods: pods}
+}
+
+// claim records a claim for one pending pod, as Record would.
+func (w *launcherWorld) claim(t *testing.T, name string) *v1alpha1.Claim {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
+	if err := w.pods.Add(p); err != nil {
+		t.Fatal(err)
+	}
+	c := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("claim-uid-" + name)}, Spec: v1alpha1.ClaimSpec{
+		Pool: "general", CapacityType: "on-demand", Zone: "us-east-1a", InstanceTypes: []string{"m5.large"},
+		Pods: []v1alpha1.PodRef{{Namespace: "default", Name: name, UID: string(p.UID)}}}}
+	created, err := w.l.Claims.Create(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+func (w *launcherWorld) phase(t *testing.T, name string) v1alpha1.ClaimPhase {
+	t.Helper()
+	c, err := w.l.Claims.Fetch(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Status.Phase
+}
+
+// Throttled launches fail their claims and start the shared backoff once per wave, not once
+// per claim; the next launch that succeeds resets it. Each claim's client token is its UID, so
+// launching a claim again creates no second instance.
+func TestLaunchBacksOffOnThrottling(t *testing.T) {
+	w := newLauncherWorld(t)
+	ctx := context.Background()
+	w.cloud.Fail("Launch", throttled{}, 0)
+	for _, name := range []string{"a", "b", "c"} {
+		w.l.Launch(ctx, w.claim(t, name))
+		if got := w.phase(t, name); got != v1alpha1.ClaimFailed {
+			t.Fatalf("claim %s is %q after a throttled launch, want Failed", name, got)
+		}
+	}
+	if got := w.l.backoff.Get(transientBackoffKey); got < transientBackoffMin || got > transientBackoffMin*12/10 {
+		t.Errorf("backoff %s after one wave of three failures, want %s plus at most 20%% jitter", got, transientBackoffMin)
+	}
+
+	w.cloud.ClearFailures()
+	d := w.claim(t, "d")
+	w.l.Launch(ctx, d)
+	w.l.Launch(ctx, d)
+	if got := w.phase(t, "d"); got != v1alpha1.ClaimLaunched {
+		t.Fatalf("claim d is %q, want Launched", got)
+	}
+	if got := w.l.backoff.Get(transientBackoffKey); got != 0 {
+		t.Errorf("backoff %s after a successful launch, want none", got)
+	}
+	if n := w.cloud.Launches(); n != 1 {
+		t.Errorf("%d instances for one claim launched twice, want 1", n)
+	}
+}
