@@ -1,0 +1,238 @@
+// Package operator is Tailor's composition root: from the plugin args and the scheduler's
+// handle it builds every part (the AWS clients, the claims store, the ledger, the provisioner,
+// the lifecycle, consolidation and interruption controllers), wires them to each other and to
+// the informers, and runs the controllers under their lease. Nothing else constructs them, so
+// each package depends only on the narrow interfaces it is handed here; the scheduler plugin
+// (pkg/plugins/provisioner) is a thin adapter over what this builds.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/catalog"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
+	"github.com/tailor-eks/tailor/pkg/cloud/eks"
+	"github.com/tailor-eks/tailor/pkg/cloud/sqs"
+	"github.com/tailor-eks/tailor/pkg/consolidation"
+	"github.com/tailor-eks/tailor/pkg/interruption"
+	"github.com/tailor-eks/tailor/pkg/ledger"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
+	"github.com/tailor-eks/tailor/pkg/metrics"
+	"github.com/tailor-eks/tailor/pkg/offerings"
+	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/provisioning"
+)
+
+// Operator is every part of Tailor, built and wired.
+type Operator struct {
+	Args        *config.TailorArgs
+	Ledger      *ledger.Ledger
+	Provisioner *provisioning.Provisioner
+
+	handle        framework.Handle
+	store         *claims.Store
+	pods          cache.SharedIndexInformer
+	nodes         cache.SharedIndexInformer
+	daemonSets    cache.SharedIndexInformer
+	lifecycle     *lifecycle.Controller
+	consolidation *consolidation.Controller
+	interruptions *interruption.Controller
+}
+
+// Activate moves pods back to the scheduler's active queue.
+func Activate(h framework.Handle, logger klog.Logger, ps []*corev1.Pod) {
+	m := make(map[string]*corev1.Pod, len(ps))
+	for _, p := range ps {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	if len(m) > 0 {
+		h.Activate(logger, m)
+	}
+}
+
+// NewFromArgs builds Tailor on AWS: the SDK configuration (environment, shared files, IMDS;
+// endpoints overridable by AWS_ENDPOINT_URL_*), the EKS cluster's bootstrap settings (which
+// nodes cannot join without, so Tailor does not start without them either), the EC2 provider
+// and, if configured, the interruption queue. daemons lists the DaemonSet pods new nodes will
+// run; configFile is the scheduler's --config.
+func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handle, daemons func(context.Context) []*planning.Pod, configFile string) (*Operator, error) {
+	cfg, err := ec2.LoadConfig(ctx, args.Region)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := eks.Resolve(ctx, eks.NewClient(cfg), args.ClusterName, eks.Cluster{
+		Endpoint: args.ClusterEndpoint, CABundle: args.ClusterCABundle, ServiceCIDR: args.ServiceCIDR, IPFamily: args.IPFamily,
+	})
+	if err != nil {
+		return nil, err
+	}
+	provider, err := ec2.NewFromConfig(cfg, ec2.Options{
+		ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion,
+		ClusterEndpoint: cluster.Endpoint, ClusterCertificateAuthority: cluster.CABundle,
+		ClusterCIDR: cluster.ServiceCIDR, IPFamily: cluster.IPFamily,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("EC2 client: %w", err)
+	}
+	klog.FromContext(ctx).Info("Cluster bootstrap settings", "endpoint", cluster.Endpoint, "serviceCIDR", cluster.ServiceCIDR, "ipFamily", cluster.IPFamily)
+	var queue interruption.Queue
+	if args.InterruptionQueue != "" {
+		queue = sqs.New(sqs.NewClient(cfg), args.InterruptionQueue)
+	}
+	return New(ctx, args, h, provider, queue, cfg.Region, daemons, configFile)
+}
+
+// New builds Tailor on a given cloud provider. queue is the interruption queue (nil:
+// interruption handling off), region the cluster's.
+func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, queue interruption.Queue, region string, daemons func(context.Context) []*planning.Pod, configFile string) (*Operator, error) {
+	logger := klog.FromContext(ctx)
+	store, err := claims.NewStore(h.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("claims client: %w", err)
+	}
+	pods := h.SharedInformerFactory().Core().V1().Pods()
+	nodes := h.SharedInformerFactory().Core().V1().Nodes()
+	daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
+	pdbs := h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets()
+	// Informers must be requested here, before the scheduler starts the factory, or they never
+	// run; the consolidation framework's plugins ask for theirs as they are built.
+	daemonSets.Informer()
+	pdbs.Informer()
+	if configFile == "" {
+		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
+	}
+	profileName := ""
+	if named, ok := h.(interface{ ProfileName() string }); ok {
+		profileName = named.ProfileName()
+	}
+	prof, err := profile.LoadFile(configFile, profileName)
+	if err != nil {
+		return nil, err
+	}
+	consolidationFramework, skipped, err := prof.NewFrameworkFor(ctx, h.ClientSet(), h.SharedInformerFactory())
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		logger.Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
+	}
+	o := &Operator{Args: args, Ledger: ledger.New(), handle: h, store: store,
+		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer()}
+	observed := &catalog.Observed{}
+	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
+	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
+	o.Provisioner = provisioning.New(provisioning.Options{
+		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
+		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
+		Offerings: offs,
+	})
+	// Every replica serves the metrics from the start, leader or not.
+	poolNames := make([]string, len(args.Pools))
+	for i := range args.Pools {
+		poolNames[i] = args.Pools[i].Name
+	}
+	metrics.Register(metrics.State{PodsWaiting: o.Provisioner.Waiting, Claims: store.List, Pools: poolNames})
+	consolidation.RegisterMetrics()
+	interruption.RegisterMetrics()
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.Ledger.Forget(p.UID)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	launcher := o.Provisioner.Launcher()
+	o.lifecycle = &lifecycle.Controller{
+		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger, Launcher: launcher,
+		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
+		Recorder: h.EventRecorder(), Activate: activate, Observed: observed,
+	}
+	o.consolidation = &consolidation.Controller{
+		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
+		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
+		Framework: consolidationFramework, Offerings: offs, Launcher: launcher, Recorder: h.EventRecorder(),
+	}
+	if queue != nil {
+		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
+	}
+	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
+	// which claim, and a claim deleted by anyone releases its pods.
+	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		UpdateFunc: func(old, obj interface{}) {
+			cl := obj.(*v1alpha1.Claim)
+			launcher.Follow(old.(*v1alpha1.Claim), cl)
+			if cl.DeletionTimestamp != nil {
+				o.consolidation.Prompt() // someone deleted it: drain its node now
+			}
+		},
+		DeleteFunc: func(obj interface{}) { launcher.Release(obj.(*v1alpha1.Claim)) },
+	}); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Start runs Tailor in the background until ctx ends: the claims cache, then, once the caches
+// have synced, onReady, the provisioner, and (on the replica holding the tailor-controllers
+// lease) lifecycle, consolidation and interruption handling.
+func (o *Operator) Start(ctx context.Context, onReady func()) {
+	logger := klog.FromContext(ctx)
+	go func() {
+		if err := o.store.Run(ctx); err != nil {
+			logger.Error(err, "Claims cache did not start")
+			return
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), o.pods.HasSynced, o.nodes.HasSynced, o.daemonSets.HasSynced) {
+			return
+		}
+		o.Provisioner.Launcher().Rebuild(o.store.List())
+		logger.Info("Tailor ready", "cluster", o.Args.ClusterName, "pools", len(o.Args.Pools))
+		onReady()
+		go o.Provisioner.Run(ctx)
+		// Launch resumption, registration and garbage collection act on the cloud: one replica
+		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
+		runLeaderElected(ctx, o.handle, "tailor-controllers", func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := o.consolidation.Run(ctx); err != nil {
+					logger.Error(err, "Consolidation stopped")
+				}
+			}()
+			// Interruptions are acted on by the same leader as consolidation, whose loop
+			// replaces and drains the nodes.
+			if o.interruptions != nil {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := o.interruptions.Run(ctx); err != nil {
+						logger.Error(err, "Interruption handling stopped")
+					}
+				}()
+			}
+			if err := o.lifecycle.Run(ctx); err != nil {
+				logger.Error(err, "Lifecycle controller stopped")
+			}
+			wg.Wait()
+		})
+	}()
+}
