@@ -181,7 +181,9 @@ type Sim struct {
 	authzSeen    map[string]struct{}
 	profileRoles map[string]string // instance profile name → role name
 	faults       []*faultState
-	capacity     map[capacityKey]int
+	// fleetFault is the InFleet fault of the CreateFleet being handled, if any.
+	fleetFault *Fault
+	capacity   map[capacityKey]int
 }
 
 // New builds a simulated region. It panics on impossible options (more than 256 subnets).
@@ -533,6 +535,11 @@ type Fault struct {
 	// AfterEffect makes the request take effect before the latency and the error: the
 	// ambiguous failure of a call that timed out or failed after EC2 had acted on it.
 	AfterEffect bool
+	// InFleet, for CreateFleet, answers the request instead of failing it: the fleet is created,
+	// launches nothing, and reports Code in its error set for every override that could have
+	// launched, the way an instant fleet reports VcpuLimitExceeded or
+	// MaxSpotInstanceCountExceeded. Other actions ignore it.
+	InFleet bool
 }
 
 // SetPendingFor changes how long instances launched from now on stay pending (Immediately, or a
