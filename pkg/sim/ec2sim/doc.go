@@ -159,7 +159,7 @@
 // # Tests and fault injection
 //
 // Sim has in-process helpers: Instances, Calls, Requests, AuthorizationLog, FleetRequests,
-// LaunchTemplates, BackdateLaunchTemplates, Subnets, ClusterSecurityGroupID, SSMParameter,
+// LaunchTemplates, BackdateLaunchTemplates, BackdateInstances, Subnets, ClusterSecurityGroupID, SSMParameter,
 // Offered, OnDemandPrice, SpotPrice.
 // InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
 // (GetParameter, GetProducts) alike, or with InFleet make CreateFleet report an error for every

@@ -740,6 +740,24 @@ func (s *Sim) BackdateLaunchTemplates(d time.Duration) {
 	}
 }
 
+// BackdateInstances moves the launch time of the named instances back by d: tests use it to
+// stand for instances launched long ago (an orphan past its grace) without waiting. It reports
+// whether every instance was found.
+func (s *Sim) BackdateInstances(d time.Duration, ids ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := true
+	for _, id := range ids {
+		in, ok := s.instanceByID[id]
+		if !ok {
+			found = false
+			continue
+		}
+		in.launched = in.launched.Add(-d)
+	}
+	return found
+}
+
 // LaunchTemplates returns the existing launch templates in creation order.
 func (s *Sim) LaunchTemplates() []LaunchTemplate {
 	s.mu.Lock()
