@@ -24,20 +24,33 @@ import (
 //
 // The types and their zones are cached for Options.CatalogTTL, on-demand prices for
 // Options.OnDemandPriceTTL and spot prices for Options.SpotPriceTTL; whichever is stale is
-// refreshed by the call. A failure to load the types is an error; a failed price refresh keeps
-// the last good prices, and before the first spot prices load there are no spot offerings (see
-// the package documentation).
+// refreshed by the call. A failure of the first load of the types is an error; a failed
+// refresh of the types keeps the last good ones and is tried again after catalogRetry; a failed
+// price refresh keeps the last good prices, and before the first spot prices load there are no
+// spot offerings (see the package documentation).
 func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
 	p.catalogMu.Lock()
 	defer p.catalogMu.Unlock()
 	now := p.opts.Now()
 	changed := false
-	if p.types == nil || now.Sub(p.typesAt) >= p.opts.CatalogTTL {
+	if p.types == nil || !now.Before(p.typesNext) {
 		types, err := p.loadTypes(ctx)
-		if err != nil {
+		switch {
+		case err == nil:
+			if p.typesFailing {
+				p.log.Info("ec2: instance types loaded again")
+			}
+			p.types, p.typesAt, p.typesNext, p.typesFailing, changed = types, now, now.Add(p.opts.CatalogTTL), false, true
+		case p.types == nil:
 			return nil, err
+		default:
+			// A failed refresh must not stop provisioning: the types change rarely, and the
+			// last good ones are still right. Try again sooner than a full TTL.
+			if !p.typesFailing {
+				p.log.Warn("ec2: refreshing instance types failed; keeping the last types", "typesFrom", p.typesAt, "error", err)
+			}
+			p.typesFailing, p.typesNext = true, now.Add(min(p.opts.CatalogTTL, catalogRetry))
 		}
-		p.types, p.typesAt, changed = types, now, true
 	}
 	if p.onDemand.prices == nil || !now.Before(p.onDemand.next) {
 		if err := p.refreshOnDemandPrices(ctx, now); err != nil {

@@ -132,6 +132,7 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		return nil, err
 	}
 	res := &cloud.LaunchResult{}
+	var quota error
 	for _, e := range out.Errors {
 		oe := cloud.OfferingError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -141,6 +142,10 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 			if oe.Zone == "" {
 				oe.Zone = zones[oe.SubnetID]
 			}
+		}
+		if accountQuotaCodes[oe.Code] {
+			quota = oe // not the offering's failure: see accountQuotaCodes
+			continue
 		}
 		res.Errors = append(res.Errors, oe)
 	}
@@ -161,10 +166,25 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		res.Instance = &inst
 		break
 	}
+	if res.Instance == nil && quota != nil {
+		return nil, fmt.Errorf("ec2: CreateFleet %s: an account quota refused the launch: %w", aws.ToString(out.FleetId), quota)
+	}
 	if res.Instance == nil && len(res.Errors) == 0 {
 		return nil, fmt.Errorf("ec2: CreateFleet %s launched nothing and reported no errors", aws.ToString(out.FleetId))
 	}
 	return res, nil
+}
+
+// accountQuotaCodes are the fleet errors of an account's quotas: running on-demand vCPUs of an
+// instance family class, spot instances, instances. A fleet reports them on overrides, but they
+// say nothing about the offering: any other type of the same class, or zone, is refused alike,
+// and marking offerings unavailable one by one would walk every plan through every offering in
+// turn. They are left out of LaunchResult.Errors (which callers mark unavailable); a launch that
+// got nothing else is an error, which callers retry later.
+var accountQuotaCodes = map[string]bool{
+	"VcpuLimitExceeded":            true,
+	"MaxSpotInstanceCountExceeded": true,
+	"InstanceLimitExceeded":        true,
 }
 
 // clientToken fits a caller's token into EC2's 64 ASCII characters (longer ones are hashed).

@@ -23,10 +23,11 @@ const (
 	spotProduct = "Linux/UNIX"
 	// pricingTimeout bounds one on-demand price load from the Pricing API (all its pages).
 	pricingTimeout = time.Minute
-	// onDemandRetry and spotRetry are how soon a failed price refresh is tried again (or the
-	// TTL, when shorter).
+	// onDemandRetry, spotRetry and catalogRetry are how soon a failed refresh of the prices or
+	// of the instance types is tried again (or the TTL, when shorter).
 	onDemandRetry = time.Hour
 	spotRetry     = time.Minute
+	catalogRetry  = time.Minute
 )
 
 // Where on-demand prices came from.

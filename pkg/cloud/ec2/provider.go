@@ -19,8 +19,8 @@
 // AWS_ENDPOINT_URL_PRICING too to ask it). Spot prices are the newest price of every type in
 // every zone from DescribeSpotPriceHistory (Linux/UNIX, StartTime now). On-demand and spot prices
 // refresh on their own TTLs (Options.OnDemandPriceTTL, Options.SpotPriceTTL), independently of the
-// instance type catalog (Options.CatalogTTL); a failed refresh keeps the last good prices and is
-// tried again after a shorter wait. An offering exists only where its price is known.
+// instance type catalog (Options.CatalogTTL); a failed refresh keeps the last good prices (or
+// types) and is tried again after a shorter wait. An offering exists only where its price is known.
 //
 // Launch creates (once, then caches) a launch template per distinct image, instance profile,
 // security groups, user data, capacity type and template tags, named tailor-<cluster>-<hash>,
@@ -115,9 +115,12 @@ type Provider struct {
 	// catalogMu serializes refreshes and guards the parts of the catalog.
 	catalogMu sync.Mutex
 	types     []typeEntry // nil until loaded
-	typesAt   time.Time
-	onDemand  onDemandPrices
-	spot      spotPrices
+	typesAt   time.Time   // when the types were loaded
+	typesNext time.Time   // when to refresh them
+	// typesFailing says the last refresh of the types failed (and was logged).
+	typesFailing bool
+	onDemand     onDemandPrices
+	spot         spotPrices
 
 	mu        sync.Mutex
 	catalog   []cloud.InstanceType // assembled from the parts

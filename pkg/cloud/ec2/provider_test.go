@@ -443,6 +443,36 @@ func TestLaunch(t *testing.T) {
 		}
 	})
 
+	// An account quota reported on the overrides is no offering's failure: it is not in Errors
+	// (the launcher marks those unavailable), and a launch that got nothing is an error.
+	t.Run("account quota in the fleet errors", func(t *testing.T) {
+		for _, tt := range []struct {
+			code string
+			ct   cloud.CapacityType
+		}{{"VcpuLimitExceeded", cloud.OnDemand}, {"MaxSpotInstanceCountExceeded", cloud.Spot}} {
+			// Until cleared: a template deleted by an earlier subtest costs a first CreateFleet.
+			e.sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: tt.code, InFleet: true})
+			fleets := e.sim.FleetRequests()
+			res, err := e.p.Launch(testCtx(t), e.request(t, "claim-quota-"+string(tt.ct), tt.ct,
+				cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
+			e.sim.ClearFaults()
+			if err == nil || !strings.Contains(err.Error(), "account quota") || !strings.Contains(err.Error(), tt.code) || res != nil {
+				t.Errorf("%s: result %+v, error %v; want an account quota error", tt.code, res, err)
+			}
+			if got := e.sim.FleetRequests() - fleets; got != 1 {
+				t.Errorf("%s: %d fleets created, want 1 (the fault answers in the fleet's errors)", tt.code, got)
+			}
+		}
+		// With an instance launched beside a quota refusal, only offering failures are reported.
+		e.sim.SetCapacity("m5.large", zoneA, cloud.OnDemand, 0)
+		t.Cleanup(func() { e.sim.SetCapacity("m5.large", zoneA, cloud.OnDemand, -1) })
+		res, err := e.p.Launch(testCtx(t), e.request(t, "claim-quota-ice", cloud.OnDemand,
+			cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
+		if err != nil || res.Instance == nil || len(res.Errors) != 1 || res.Errors[0].Code != "InsufficientInstanceCapacity" {
+			t.Errorf("result %+v, error %v; want an instance and the one capacity error", res, err)
+		}
+	})
+
 	errTests := []struct {
 		name string
 		req  cloud.LaunchRequest

@@ -159,10 +159,11 @@
 // # Tests and fault injection
 //
 // Sim has in-process helpers: Instances, Calls, Requests, AuthorizationLog, FleetRequests,
-// LaunchTemplates, BackdateLaunchTemplates, Subnets, ClusterSecurityGroupID, SSMParameter,
+// LaunchTemplates, BackdateLaunchTemplates, BackdateInstances, Subnets, ClusterSecurityGroupID, SSMParameter,
 // Offered, OnDemandPrice, SpotPrice.
 // InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
-// (GetParameter, GetProducts) alike; SetCapacity limits how many instances an offering can still
+// (GetParameter, GetProducts) alike, or with InFleet make CreateFleet report an error for every
+// override in the fleet's error set (an account quota: VcpuLimitExceeded); SetCapacity limits how many instances an offering can still
 // launch, after which CreateFleet reports InsufficientInstanceCapacity for it; SetOnDemandPrice
 // and SetSpotPrice change prices (CreateFleet reports InsufficientInstanceCapacity for spot where
 // SetSpotPrice withdrew the price).

@@ -151,6 +151,12 @@ func (s *Sim) createFleet(q query) (any, error) {
 		}
 		valid = append(valid, c)
 	}
+	if f := s.fleetFault; f != nil {
+		for _, c := range valid {
+			report(c, f.Code, f.Message)
+		}
+		valid = nil
+	}
 	prioritized := (capType == cloud.OnDemand && odStrategy == "prioritized") ||
 		(capType == cloud.Spot && spotStrategy == "capacity-optimized-prioritized")
 	sort.SliceStable(valid, func(i, j int) bool {

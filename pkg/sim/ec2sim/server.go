@@ -115,6 +115,13 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.leave(action)
 
 	writeErr := func(e *apiError) { s.writeError(w, action, e, begin) }
+	var fleetFault *Fault
+	if fault != nil && fault.InFleet && action == "CreateFleet" {
+		if !sleep(r, fault.Latency) {
+			return
+		}
+		fleetFault, fault = fault, nil
+	}
 	if fault != nil && !fault.AfterEffect && fault.delayAndFail(r, writeErr) {
 		return
 	}
@@ -130,7 +137,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.sweep()
 	s.caller = principalOf(r)
+	s.fleetFault = fleetFault
 	out, err := h(s, query{v: r.Form})
+	s.fleetFault = nil
 	if !slices.Contains(resourceActions, action) {
 		s.authorize("ec2:"+action, nil, nil)
 	}

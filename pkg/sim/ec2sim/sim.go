@@ -184,7 +184,9 @@ type Sim struct {
 	authzSeen    map[string]struct{}
 	profileRoles map[string]string // instance profile name → role name
 	faults       []*faultState
-	capacity     map[capacityKey]int
+	// fleetFault is the InFleet fault of the CreateFleet being handled, if any.
+	fleetFault *Fault
+	capacity   map[capacityKey]int
 }
 
 // New builds a simulated region. It panics on impossible options (more than 256 subnets).
@@ -538,6 +540,11 @@ type Fault struct {
 	// AfterEffect makes the request take effect before the latency and the error: the
 	// ambiguous failure of a call that timed out or failed after EC2 had acted on it.
 	AfterEffect bool
+	// InFleet, for CreateFleet, answers the request instead of failing it: the fleet is created,
+	// launches nothing, and reports Code in its error set for every override that could have
+	// launched, the way an instant fleet reports VcpuLimitExceeded or
+	// MaxSpotInstanceCountExceeded. Other actions ignore it.
+	InFleet bool
 }
 
 // SetPendingFor changes how long instances launched from now on stay pending (Immediately, or a
@@ -768,6 +775,24 @@ func (s *Sim) BackdateLaunchTemplates(d time.Duration) {
 	for _, lt := range s.templates {
 		lt.created = lt.created.Add(-d)
 	}
+}
+
+// BackdateInstances moves the launch time of the named instances back by d: tests use it to
+// stand for instances launched long ago (an orphan past its grace) without waiting. It reports
+// whether every instance was found.
+func (s *Sim) BackdateInstances(d time.Duration, ids ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := true
+	for _, id := range ids {
+		in, ok := s.instanceByID[id]
+		if !ok {
+			found = false
+			continue
+		}
+		in.launched = in.launched.Add(-d)
+	}
+	return found
 }
 
 // LaunchTemplates returns the existing launch templates in creation order.
