@@ -365,6 +365,7 @@ func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v
 // Release drops a deleted claim from the ledger and asks the scheduler to plan its waiting pods
 // again.
 func (l *Launcher) Release(c *v1alpha1.Claim) {
+	l.limits.forget(c.Name) // gone: it no longer counts against its pool's limits
 	if len(l.Ledger.DropClaim(c.Name)) > 0 {
 		l.Activate(l.claimPods(c))
 	}

@@ -29,6 +29,13 @@ type recentClaim struct {
 	at       time.Time
 }
 
+// forget stops counting a claim created recently: it was deleted.
+func (pl *poolLimits) forget(claim string) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	delete(pl.recent, claim)
+}
+
 // admit reserves room for a node of the largest of types in pool, or says which limit it would
 // break. create runs under the lock and must record the claim (its name is returned).
 func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool, types []string, create func() (string, error)) (string, error) {

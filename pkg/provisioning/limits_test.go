@@ -50,6 +50,11 @@ func TestPoolLimitsAdmitUntilFull(t *testing.T) {
 	if n != 3 {
 		t.Errorf("created %d claims, want 3", n)
 	}
+	// A claim deleted right after it was created stops counting at once, not a minute later.
+	l.limits.forget("c2")
+	if _, err := l.limits.admit(context.Background(), l, pool, []string{"m5.xlarge"}, create); err != nil {
+		t.Errorf("after a 4-cpu claim went, admit of 4 cpu: %v", err)
+	}
 
 	// A pool without limits admits anything.
 	if _, err := l.limits.admit(context.Background(), l, &config.Pool{Name: "free"}, []string{"m5.2xlarge"}, create); err != nil {
