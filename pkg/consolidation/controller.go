@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -68,8 +69,8 @@ type Controller struct {
 	Launcher     Launcher
 	Recorder     events.EventRecorder
 	DrainTimeout time.Duration
-	// Now defaults to time.Now.
-	Now func() time.Time
+	// Clock reads the time for drains, budgets and consolidateAfter; default the real one.
+	Clock clock.PassiveClock
 
 	mu       sync.Mutex
 	started  time.Time
@@ -193,8 +194,8 @@ func (c *Controller) touch(obj interface{}) {
 }
 
 func (c *Controller) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+	if c.Clock != nil {
+		return c.Clock.Now()
 	}
 	return time.Now()
 }

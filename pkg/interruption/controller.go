@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -67,6 +68,15 @@ type Controller struct {
 	Region string
 	// ReceiveBackoff is the wait after a failed receive; default 10s.
 	ReceiveBackoff time.Duration
+	// Clock times that wait; default the real one.
+	Clock clock.Clock
+}
+
+func (c *Controller) clock() clock.Clock {
+	if c.Clock == nil {
+		return clock.RealClock{}
+	}
+	return c.Clock
 }
 
 // Run receives and handles messages until ctx ends.
@@ -89,7 +99,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			logger.Error(err, "Cannot receive from the interruption queue; will retry", "after", backoff)
 			select {
 			case <-ctx.Done():
-			case <-time.After(backoff):
+			case <-c.clock().After(backoff):
 			}
 			continue
 		}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -73,6 +74,8 @@ type Controller struct {
 	Observed    *catalog.Observed
 	SweepPeriod time.Duration
 	OrphanGrace time.Duration
+	// Clock reads the time for the sweep's timeouts and grace periods; default the real one.
+	Clock clock.PassiveClock
 	// TemplateGCPeriod and TemplateGrace pace the deletion of unused launch templates
 	// (defaults DefaultTemplateGCPeriod and DefaultTemplateGrace).
 	TemplateGCPeriod time.Duration
@@ -98,6 +101,14 @@ func (c *Controller) enqueue(name string) {
 	}
 }
 
+// clock is Clock, or the real one.
+func (c *Controller) clock() clock.PassiveClock {
+	if c.Clock == nil {
+		return clock.RealClock{}
+	}
+	return c.Clock
+}
+
 // Run registers handlers and works until ctx ends. The caches must have synced.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("lifecycle")
@@ -108,6 +119,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.OrphanGrace == 0 {
 		c.OrphanGrace = DefaultOrphanGrace
 	}
+
 	if c.TemplateGCPeriod == 0 {
 		c.TemplateGCPeriod = DefaultTemplateGCPeriod
 	}
@@ -288,7 +300,7 @@ func (c *Controller) sweep(ctx context.Context) {
 	for _, in := range live {
 		running[in.ID] = in
 	}
-	now := time.Now()
+	now := c.clock().Now()
 	nodes, err := c.Nodes.List(labels.Everything())
 	if err != nil {
 		logger.Error(err, "Cannot list nodes; skipping this sweep")

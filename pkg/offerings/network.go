@@ -25,7 +25,7 @@ func (c *Cache) Network(ctx context.Context, pool *config.Pool) (Network, error)
 	c.mu.Lock()
 	nw, ok := c.network[pool.Name]
 	c.mu.Unlock()
-	if ok && time.Since(nw.at) < networkTTL {
+	if ok && c.Clock.Since(nw.at) < networkTTL {
 		return nw, nil
 	}
 	subnets, err := c.Cloud.Subnets(ctx, cloud.Selector{IDs: pool.SubnetSelector.IDs, Tags: pool.SubnetSelector.Tags})
@@ -39,7 +39,7 @@ func (c *Cache) Network(ctx context.Context, pool *config.Pool) (Network, error)
 	// Sorted, so a retried launch sends the same request and EC2's idempotency holds.
 	sort.Slice(subnets, func(i, j int) bool { return subnets[i].ID < subnets[j].ID })
 	sort.Strings(groups)
-	nw = Network{Subnets: subnets, Groups: groups, at: time.Now()}
+	nw = Network{Subnets: subnets, Groups: groups, at: c.Clock.Now()}
 	c.mu.Lock()
 	c.network[pool.Name] = nw
 	c.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -24,6 +26,8 @@ type Options struct {
 	Daemons func(ctx context.Context) []*planning.Pod
 	// Observed holds the allocatable real nodes reported per instance type.
 	Observed *catalog.Observed
+	// Clock reads the time for the caches (default: the real one).
+	Clock clock.PassiveClock
 }
 
 // Cache lists what every pool can launch and remembers, for a while, each pool's network and
@@ -38,6 +42,9 @@ type Cache struct {
 
 // New builds a Cache.
 func New(o Options) *Cache {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	return &Cache{Options: o, network: map[string]Network{}, unavailable: map[offeringKey]time.Time{}}
 }
 

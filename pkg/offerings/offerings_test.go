@@ -4,6 +4,9 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -47,7 +50,8 @@ func keys(t *testing.T, c *Cache) map[string]bool {
 
 func TestTemplatesLeaveOutUnavailableOfferings(t *testing.T) {
 	fc := &fixedCloud{}
-	c := New(Options{Cloud: fc, Args: &config.TailorArgs{Pools: []config.Pool{
+	now := clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	c := New(Options{Cloud: fc, Clock: now, Args: &config.TailorArgs{Pools: []config.Pool{
 		{Name: "a", CapacityTypes: []string{"on-demand", "spot"}},
 		{Name: "b", CapacityTypes: []string{"on-demand"}, Zones: []string{"us-east-1a"}},
 	}}})
@@ -75,5 +79,26 @@ func TestTemplatesLeaveOutUnavailableOfferings(t *testing.T) {
 	}
 	if fc.subnetCalls != 2 {
 		t.Errorf("%d subnet lookups for two pools over three listings: want each pool's network reused", fc.subnetCalls)
+	}
+
+	// The marks last unavailableFor; the networks networkTTL.
+	now.Step(unavailableFor - time.Second)
+	if got := keys(t, c); len(got) != 1 {
+		t.Errorf("templates just before the marks expire: %v", got)
+	}
+	now.Step(2 * time.Second)
+	if got := keys(t, c); !reflect.DeepEqual(got, want) {
+		t.Errorf("templates after the marks expired %v, want %v", got, want)
+	}
+	before := fc.subnetCalls
+	if _, err := c.Network(context.Background(), &c.Args.Pools[0]); err != nil {
+		t.Fatal(err)
+	}
+	now.Step(networkTTL)
+	if _, err := c.Network(context.Background(), &c.Args.Pools[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := fc.subnetCalls - before; got != 1 {
+		t.Errorf("%d subnet lookups for a pool's network asked within and after networkTTL, want 1 (after)", got)
 	}
 }

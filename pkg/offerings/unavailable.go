@@ -19,7 +19,7 @@ type offeringKey struct {
 func (c *Cache) available(its []cloud.InstanceType) []cloud.InstanceType {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
+	now := c.Clock.Now()
 	for k, until := range c.unavailable {
 		if now.After(until) {
 			delete(c.unavailable, k)
@@ -54,7 +54,7 @@ func (c *Cache) MarkFailed(ct cloud.CapacityType, errs []cloud.OfferingError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range errs {
-		c.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = time.Now().Add(unavailableFor)
+		c.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = c.Clock.Now().Add(unavailableFor)
 		metrics.OfferingsMarkedUnavailable.WithLabelValues(e.InstanceType, e.Zone, string(ct), e.Code).Inc()
 	}
 }

@@ -97,7 +97,7 @@ func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha
 			l.Recorder.Eventf(p.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "no launch: %v", err)
 			pods = append(pods, p.Pod)
 		}
-		time.AfterFunc(retryAfterFailure, func() { l.Activate(pods) })
+		l.clock().AfterFunc(retryAfterFailure, func() { l.Activate(pods) })
 		return nil
 	}
 	l.Ledger.Add(created.Name, "", uids)
@@ -221,7 +221,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		switch {
 		case cloud.Transient(err):
 			// Claims failing together are one wave of pressure: the wait doubles once per wave.
-			if now := time.Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
+			if now := l.clock().Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
 				l.backoff.Next(transientBackoffKey, now)
 			}
 			delay = l.backoff.Get(transientBackoffKey)
@@ -343,7 +343,7 @@ func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, dela
 		c = updated // with every pod recorded on it, including those added while it launched
 	}
 	l.Ledger.DropClaim(c.Name)
-	time.AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
+	l.clock().AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
 }
 
 // updateStatus changes a claim's status on its newest version: its spec may have grown (pods

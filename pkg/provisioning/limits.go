@@ -88,7 +88,7 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 			}
 		}
 		for name, r := range pl.recent {
-			if time.Since(r.at) > time.Minute {
+			if l.clock().Since(r.at) > time.Minute {
 				delete(pl.recent, name)
 			} else if r.pool == pool.Name && !seen[name] {
 				add(r.capacity)
@@ -106,7 +106,7 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 	}
 	name, err := create()
 	if err == nil && need != nil {
-		pl.recent[name] = recentClaim{pool: pool.Name, capacity: need, at: time.Now()}
+		pl.recent[name] = recentClaim{pool: pool.Name, capacity: need, at: l.clock().Now()}
 	}
 	return name, err
 }

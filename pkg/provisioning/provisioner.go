@@ -8,13 +8,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -38,6 +38,16 @@ type Options struct {
 	Activate func(pods []*corev1.Pod)
 	// Offerings lists what may be launched, and learns which offerings had no capacity.
 	Offerings *offerings.Cache
+	// Clock reads the time and schedules the retries; default the real one.
+	Clock clock.WithDelayedExecution
+}
+
+// clock is Options.Clock, or the real one.
+func (o *Options) clock() clock.WithDelayedExecution {
+	if o.Clock == nil {
+		return clock.RealClock{}
+	}
+	return o.Clock
 }
 
 // Provisioner owns the batcher and the launches.
@@ -115,7 +125,7 @@ func (p *Provisioner) Run(ctx context.Context) {
 
 func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	logger := klog.FromContext(ctx)
-	start := time.Now()
+	start := p.clock().Now()
 	// A pod may have been placed in the ledger meanwhile, bound, or deleted: plan only pods
 	// that still wait.
 	pods := batch[:0:0]
@@ -146,9 +156,9 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	plan := planner.Plan(ctx, pods)
 	metrics.Batches.Inc()
 	metrics.BatchPods.Observe(float64(len(pods)))
-	metrics.PlanDuration.Observe(time.Since(start).Seconds())
+	metrics.PlanDuration.Observe(p.clock().Since(start).Seconds())
 	logger.V(2).Info("Planned batch", "pods", len(pods), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
-		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", time.Since(start))
+		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", p.clock().Since(start))
 	for _, u := range plan.Unschedulable {
 		p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
 	}
