@@ -362,7 +362,11 @@ func (c *Controller) sweep(ctx context.Context) {
 		if name == "" || now.Sub(in.LaunchTime) < c.OrphanGrace {
 			continue // not launched by Tailor, or too young to judge
 		}
-		if _, ok := c.Claims.Get(name); ok {
+		// A claim of that name owns the instance unless it has recorded another one: claims are
+		// named after their pods, so a later claim for the same pods may carry the name of one
+		// whose launch left an instance behind (CreateFleet acted, its answer an error).
+		owned := func(cl *v1alpha1.Claim) bool { return cl.Status.InstanceID == "" || cl.Status.InstanceID == in.ID }
+		if cl, ok := c.Claims.Get(name); ok && owned(cl) {
 			continue
 		}
 		// Only an instance that never joined is collected: no Node, or one Tailor never matched
@@ -373,7 +377,7 @@ func (c *Controller) sweep(ctx context.Context) {
 			continue
 		}
 		// The cache may lag a claim created a moment ago: ask the API server before terminating.
-		if _, err := c.Claims.Fetch(ctx, name); !apierrors.IsNotFound(err) {
+		if cl, err := c.Claims.Fetch(ctx, name); err == nil && owned(cl) || err != nil && !apierrors.IsNotFound(err) {
 			continue
 		}
 		logger.Info("Terminating orphaned instance", "instance", in.ID, "claim", name)

@@ -213,15 +213,26 @@ func TestOrphanInstanceTerminatedForeignKept(t *testing.T) {
 	}
 	orphan := launch("orphan", map[string]string{v1alpha1.TagClaim: "general-gone-" + rand.String(5)})
 	foreign := launch("foreign", map[string]string{})
-	if !world.Sim.BackdateInstances(10*time.Minute, orphan.ID, foreign.ID) {
+	// Claims are named after their pods: an instance left by an earlier claim of the same name
+	// is an orphan too once the live claim has recorded its own instance.
+	ns := newNamespace(t)
+	createPod(t, ns, "owner", "500m", "512Mi")
+	waitRunning(t, ns, 1)
+	claim := listClaims(t)[0]
+	stale := launch("stale", map[string]string{v1alpha1.TagClaim: claim.Name})
+	if !world.Sim.BackdateInstances(10*time.Minute, orphan.ID, foreign.ID, stale.ID) {
 		t.Fatal("backdating: instance not found")
 	}
 
 	start := time.Now()
-	waitForWithin(t, "the orphan to be terminated", 3*lifecycle.DefaultSweepPeriod, func() bool {
+	waitForWithin(t, "the orphans to be terminated", 3*lifecycle.DefaultSweepPeriod, func() bool {
 		_, ok := world.Sim.TerminatedAt(orphan.ID)
-		return ok
+		_, staleGone := world.Sim.TerminatedAt(stale.ID)
+		return ok && staleGone
 	})
+	if _, gone := world.Sim.TerminatedAt(claim.Status.InstanceID); gone {
+		t.Errorf("claim %s's own instance %s was terminated with the stale one", claim.Name, claim.Status.InstanceID)
+	}
 	t.Logf("orphan %s terminated %s after it passed its grace", orphan.ID, time.Since(start).Round(time.Second))
 	// One more sweep passes over the foreign instance.
 	time.Sleep(lifecycle.DefaultSweepPeriod + 2*time.Second)

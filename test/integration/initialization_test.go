@@ -39,9 +39,11 @@ func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
 	if n := getNode(t, first.Status.NodeName); !hasTaint(n, startupTaint) {
 		t.Fatalf("node %s has no startup taint: %v", n.Name, n.Spec.Taints)
 	}
+	// Claims are named after their pods, so the replacement may reuse the name: claims are
+	// told apart by UID.
 	waitForWithin(t, "the first claim given up", 90*time.Second, func() bool {
 		for _, c := range listClaims(t) {
-			if c.Name == first.Name {
+			if c.UID == first.UID {
 				return false
 			}
 		}
@@ -59,7 +61,7 @@ func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
 	var second *v1alpha1.Claim
 	waitFor(t, "a second node registered", func() bool {
 		for _, c := range listClaims(t) {
-			if c.Name != first.Name && c.Status.Phase == v1alpha1.ClaimRegistered {
+			if c.UID != first.UID && c.Status.Phase == v1alpha1.ClaimRegistered {
 				second = c
 				return true
 			}
@@ -83,19 +85,19 @@ func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
 	}
 	waitFor(t, "the second claim initialized", func() bool {
 		for _, c := range listClaims(t) {
-			if c.Name == second.Name {
+			if c.UID == second.UID {
 				return c.Status.InitializedAt != nil
 			}
 		}
 		return false
 	})
-	perClaim := map[string]int{}
+	var live []string
 	for _, in := range liveInstances() {
-		if c := in.Tags[v1alpha1.TagClaim]; c != "" {
-			perClaim[c]++
+		if in.Tags[v1alpha1.TagClaim] != "" {
+			live = append(live, in.ID)
 		}
 	}
-	if len(perClaim) != 1 || perClaim[second.Name] != 1 {
-		t.Errorf("live instances per claim %v, want one, of %s", perClaim, second.Name)
+	if len(live) != 1 || live[0] != second.Status.InstanceID {
+		t.Errorf("live Tailor instances %v, want only the second claim's %s", live, second.Status.InstanceID)
 	}
 }
