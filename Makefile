@@ -78,7 +78,9 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} || exit 1; \
 	done
 
-## test-race: the integration tests with the race detector (slower; not part of make test)
+## test-race: the integration tests with the race detector (slower; not part of make test: with
+## k8s.io/kubernetes v1.34.7 it reports upstream races in kube-scheduler's nominator, fixed by
+## kubernetes/kubernetes#140253, and in the garbage collector)
 test-race: tools
 	$(GO) test -count=1 -race -timeout 45m -v ./test/integration/...
 
