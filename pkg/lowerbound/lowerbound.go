@@ -572,6 +572,9 @@ var errDuals = errors.New("cannot read duals off the master LP's solution")
 func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols []column, basis []int, b []float64) (float64, []float64, []column, error) {
 	ng := len(b)
 	prevF := math.Inf(1)
+	// Every round's duals, scaled down by their violation, bound the optimum (see below): if
+	// the rounds run out, the best of them is still a certified bound, only a looser one.
+	bestBound, bestX, bestCols := 0.0, []float64(nil), []column(nil)
 	for round := 0; round < maxRounds; round++ {
 		A := mat.NewDense(ng, len(cols), nil)
 		c := make([]float64, len(cols))
@@ -637,15 +640,22 @@ func (p *problem) generate(multi []*typ, sepCost []float64, scale float64, cols 
 		// lowers its optimum. If it did not, only rounding is left.
 		stalled := f >= prevF-dualTol*math.Abs(prevF)
 		prevF = f
+		sum := 0.0
+		for _, v := range u {
+			sum += v
+		}
+		bound := sum / (1 + eta) * scale
 		if added == 0 || stalled && eta < 1e-8 {
-			sum := 0.0
-			for _, v := range u {
-				sum += v
-			}
-			return sum / (1 + eta) * scale, x, cols[:len(x)], nil
+			return bound, x, cols[:len(x)], nil
+		}
+		if bound > bestBound || bestX == nil {
+			bestBound, bestX, bestCols = bound, x, cols[:len(x)]
 		}
 	}
-	return 0, nil, nil, fmt.Errorf("lowerbound: column generation did not converge in %d rounds", maxRounds)
+	if bestX == nil {
+		return 0, nil, nil, fmt.Errorf("lowerbound: column generation did not converge in %d rounds", maxRounds)
+	}
+	return bestBound, bestX, bestCols, nil
 }
 
 func dot(u, b []float64) float64 {
