@@ -20,27 +20,13 @@ import (
 // node stays within the type it shrinks to, the giving one can only shrink. It returns how many
 // pods moved.
 func (ps *planState) compact() (moved int) {
-	var nodes []*openNode
-	for _, n := range ps.nodes {
-		if n.template >= 0 && len(n.members) > 0 {
-			nodes = append(nodes, n)
-		}
-	}
+	nodes, states, hostSelectors := ps.newNodes()
 	if len(nodes) < 2 {
-		return 0
-	}
-	var states []*class
-	seen := map[*class]bool{}
-	for _, n := range nodes {
-		for _, m := range n.members {
-			if !seen[m.class] {
-				seen[m.class] = true
-				states = append(states, m.class)
-				ps.sync(m.class)
-			}
+		if len(nodes) == 1 {
+			moved += ps.repack(nodes, hostSelectors, states) // one node may split into cheaper ones
 		}
+		return moved
 	}
-	hostSelectors := ps.hostSelectors(states)
 	// limit: the allocatable of the type each node shrinks to; moves stay within one zone.
 	limit := make([]vec, len(nodes))
 	byZone := map[string][]int{}
@@ -87,7 +73,33 @@ func (ps *planState) compact() (moved int) {
 		moved += ps.gather(nodes, hostSelectors, states)
 		moved += ps.transfer(nodes, hostSelectors, states)
 	}
+	if len(nodes) <= mergeNodes {
+		moved += ps.repack(nodes, hostSelectors, states)
+	}
 	return moved
+}
+
+// newNodes lists the plan's new nodes that hold pods, the classes of their pods (each synced
+// with the plan so far), and those classes' selectors below the zone (see hostSelectors).
+func (ps *planState) newNodes() ([]*openNode, []*class, []labels.Selector) {
+	var nodes []*openNode
+	for _, n := range ps.nodes {
+		if n.template >= 0 && len(n.members) > 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	var states []*class
+	seen := map[*class]bool{}
+	for _, n := range nodes {
+		for _, m := range n.members {
+			if !seen[m.class] {
+				seen[m.class] = true
+				states = append(states, m.class)
+				ps.sync(m.class)
+			}
+		}
+	}
+	return nodes, states, ps.hostSelectors(states)
 }
 
 // mergeNodes bounds the plans merge looks at: it asks about every pair of nodes, each question

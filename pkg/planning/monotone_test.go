@@ -13,11 +13,13 @@ import (
 )
 
 // TestMoreTypesNeverDearer plans random workloads over a random set of the real catalog's types
-// and over a superset of it. The planner is a heuristic, so this states how close to monotone
-// it is, over these seeded trials: a superset's plan may cost more in at most 1% of trials,
-// and then by at most 1% (measured: 1 of 200, worst +0.15%; 4 of 200 and +4.9% before nodes
-// were finished on excluded types, gathered and transferred between; 9 of 60 with a worst of
-// +1030% before Plan kept the cheapest of several plans and merged nodes).
+// and over a superset of it: the superset's plan must never cost more. The planner is a
+// heuristic, so this is a statement about these seeded trials, not a proof; what makes it hold
+// is repack, which packs the nodes of a plan again exactly wherever the pods are few enough
+// (measured: 0 of 200 here, and 0 of 1000 with seeds 11 and 12; before repack 1 of 200, +0.15%,
+// and 5 of 1000, worst +6.2%; 4 of 200 and +4.9% before nodes were finished on excluded types,
+// gathered and transferred between; 9 of 60 with a worst of +1030% before Plan kept the
+// cheapest of several plans and merged nodes).
 func TestMoreTypesNeverDearer(t *testing.T) {
 	all := everyTypeTemplates(t)
 	var names []string
@@ -72,8 +74,8 @@ func TestMoreTypesNeverDearer(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d trials dearer with more types, worst +%.2f%%", dearer, trials, 100*worst)
-	if dearer > trials/100 || worst > 0.01 {
-		t.Errorf("%d of %d trials dearer with more types (at most %d), worst +%.2f%% (at most +1%%)", dearer, trials, trials/100, 100*worst)
+	if dearer > 0 {
+		t.Errorf("%d of %d trials dearer with more types, worst +%.2f%%", dearer, trials, 100*worst)
 	}
 }
 

@@ -12,9 +12,14 @@ import (
 // (hostname spread, hostname affinity or anti-affinity): a pod they select counts for them on
 // its node, so compact leaves it where it is.
 func (ps *planState) hostSelectors(classes []*class) []labels.Selector {
+	return ps.selectors(classes, (*class).hostLevel)
+}
+
+// selectors are the label selectors of the hard constraints of the classes keep picks.
+func (ps *planState) selectors(classes []*class, keep func(*class) bool) []labels.Selector {
 	var out []labels.Selector
 	for _, c := range classes {
-		if !c.hostLevel() {
+		if !keep(c) {
 			continue
 		}
 		for _, ls := range constraintSelectors(c.rep().Pod) {
@@ -34,13 +39,7 @@ func (m *member) movable(hostSelectors []labels.Selector) bool {
 	if m.class.hostLevel() {
 		return false
 	}
-	set := labels.Set(m.pod.Pod.Labels)
-	for _, sel := range hostSelectors {
-		if sel.Matches(set) {
-			return false
-		}
-	}
-	return true
+	return !selected(m, hostSelectors)
 }
 
 // hostLevel says whether the class has a hard constraint whose topology is finer than a zone.

@@ -28,6 +28,8 @@ type Plan struct {
 	// moved counts compact's moves, for tests; lpPacked says whether packByLP placed pods.
 	moved    int
 	lpPacked bool
+	// state is the plan state that made the plan, until Plan.repacked.
+	state *planState
 }
 
 // PricePerHour is the plan's total.
@@ -82,16 +84,16 @@ const sweepLimit = 16
 // template that accepts it. Each node is finally shrunk to the cheapest type that holds its pods.
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 	// The class verdicts on the templates are the same for every way of planning these pods.
-	verdicts := map[uint64]*verdict{}
-	plan := pl.newPlanState(ctx, nil).with(verdicts).run(pods)
+	cache := &batchCache{verdicts: map[uint64]*verdict{}, frontiers: map[frontierKey][]int{}}
+	plan := pl.newPlanState(ctx, nil).with(cache).run(pods)
 	if len(pods) > portfolioPods {
-		return plan
+		return plan.repacked()
 	}
 	for _, variant := range []func(*planState){
 		func(ps *planState) { ps.noLP = true },
 		func(ps *planState) { ps.noWhole = true },
 	} {
-		ps := pl.newPlanState(ctx, nil).with(verdicts)
+		ps := pl.newPlanState(ctx, nil).with(cache)
 		variant(ps)
 		plan = cheaper(plan, ps.run(pods))
 	}
@@ -102,11 +104,39 @@ func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 		for _, n := range plan.Nodes {
 			excluded[n.Template.Type.Name] = true
 		}
-		ps := pl.newPlanState(ctx, nil).with(verdicts)
+		ps := pl.newPlanState(ctx, nil).with(cache)
 		ps.excluded = excluded
 		plan = cheaper(plan, ps.run(pods))
 	}
-	return plan
+	return plan.repacked()
+}
+
+// repacked runs repack once more on the plan kept, with the full budget (each plan tried had a
+// smaller one: repack is the dearest move, and a cheap repack of every plan tried still steers
+// which plan is kept), and finishes its nodes again.
+func (p *Plan) repacked() *Plan {
+	ps := p.state
+	p.state = nil // the plan state is not needed past here
+	if ps == nil || ps.pl.noCompact {
+		return p
+	}
+	ps.repackBudget = repackBudget
+	nodes, states, hostSelectors := ps.newNodes()
+	if len(nodes) == 0 || len(nodes) > mergeNodes {
+		return p
+	}
+	moved := ps.repack(nodes, hostSelectors, states)
+	if moved == 0 {
+		return p
+	}
+	p.moved += moved
+	p.Nodes = p.Nodes[:0]
+	for _, n := range ps.nodes {
+		if n.template >= 0 && len(n.pods) > 0 {
+			p.Nodes = append(p.Nodes, ps.finish(n))
+		}
+	}
+	return p
 }
 
 // verdict is what the Filter plugins said of a class on every template: the templates that
@@ -116,9 +146,17 @@ type verdict struct {
 	reasons  map[string]int
 }
 
-// with shares a cache of class verdicts between the plans of one batch.
-func (ps *planState) with(verdicts map[uint64]*verdict) *planState {
-	ps.verdicts = verdicts
+// batchCache is what the plans of one batch share: each class's verdicts on the templates, and
+// repack's frontiers, which follow from the verdicts (tierSet) and the templates alone.
+type batchCache struct {
+	verdicts  map[uint64]*verdict
+	frontiers map[frontierKey][]int
+}
+
+// with shares a cache between the plans of one batch.
+func (ps *planState) with(cache *batchCache) *planState {
+	ps.verdicts, ps.frontiers = cache.verdicts, cache.frontiers
+	ps.repackBudget = repackBudgetTried // see Plan.repacked
 	return ps
 }
 
@@ -154,7 +192,7 @@ func cheaper(a, b *Plan) *Plan {
 const portfolioPods = 2000
 
 func (ps *planState) run(pods []*Pod) *Plan {
-	plan := &Plan{templates: ps.pl.Templates}
+	plan := &Plan{templates: ps.pl.Templates, state: ps}
 	classes := ps.classify(pods)
 	used := map[int]bool{}
 	for _, c := range classes {
@@ -239,6 +277,10 @@ type planState struct {
 	verdicts map[uint64]*verdict
 	// byOffering groups the templates for sameOffering.
 	byOffering map[offeringGroup][]int
+	// frontiers caches repack's frontiers (see repackPricer); set by with, or made by repack.
+	// repackBudget bounds repack's work (see repackBudget); 0 means repackBudget.
+	frontiers    map[frontierKey][]int
+	repackBudget float64
 }
 
 type openNode struct {

@@ -95,6 +95,17 @@ func (v vec) sub(o vec) vec {
 	return v
 }
 
+// addTimes adds n times o to v.
+func (v vec) addTimes(o vec, n int64) vec {
+	if len(o) > len(v) {
+		v = append(v, make(vec, len(o)-len(v))...)
+	}
+	for i, x := range o {
+		v[i] += n * x
+	}
+	return v
+}
+
 func (v vec) add(o vec) vec {
 	if len(o) > len(v) {
 		v = append(v, make(vec, len(o)-len(v))...)
