@@ -169,7 +169,8 @@ type Provider interface {
 	// SecurityGroups returns the IDs of the security groups the selector picks.
 	SecurityGroups(ctx context.Context, sel Selector) ([]string, error)
 	// Launch starts one instance. An error means the request itself failed (and may be retried
-	// with the same ClientToken); a nil Instance with Errors means no override had capacity.
+	// with the same ClientToken), of the ErrorKind the provider gave it; a nil Instance with
+	// Errors means no override had capacity.
 	Launch(ctx context.Context, req LaunchRequest) (*LaunchResult, error)
 	// Instances lists the non-terminated instances carrying all of the given tags.
 	Instances(ctx context.Context, tags map[string]string) ([]Instance, error)

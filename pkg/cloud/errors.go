@@ -2,23 +2,49 @@ package cloud
 
 import "errors"
 
-// Transient says whether err is the cloud pushing back (throttling) or failing on its side (a
-// 5xx): the caller should slow down and ask again, not change what it asks for. The SDK has
-// retried such errors already; one that still surfaces means the pressure lasts.
-func Transient(err error) bool {
-	var coded interface{ ErrorCode() string }
-	if errors.As(err, &coded) && throttlingCodes[coded.ErrorCode()] {
-		return true
+// ErrorKind is what a provider's error means for the caller's next step. Each provider
+// classifies its own errors (it alone knows its codes), so callers never read error codes.
+type ErrorKind int
+
+const (
+	// KindOther is any other failure (a bad request, a missing resource): retried later as usual.
+	KindOther ErrorKind = iota
+	// KindTransient is the cloud pushing back (throttling) or failing on its side (a 5xx): slow
+	// down and ask again, unchanged. A provider retries these itself first; one that still
+	// surfaces means the pressure lasts.
+	KindTransient
+	// KindQuota is an account quota refusing the launch: no other offering of the same class
+	// helps, and asking again soon does not either.
+	KindQuota
+)
+
+func (k ErrorKind) String() string {
+	switch k {
+	case KindTransient:
+		return "transient"
+	case KindQuota:
+		return "quota"
 	}
-	var status interface{ HTTPStatusCode() int }
-	return errors.As(err, &status) && status.HTTPStatusCode() >= 500
+	return "other"
 }
 
-// throttlingCodes are the AWS error codes of throttling (the SDK's retry.DefaultThrottleErrorCodes
-// and EC2's own).
-var throttlingCodes = map[string]bool{
-	"RequestLimitExceeded": true, "Throttling": true, "ThrottlingException": true, "ThrottledException": true,
-	"RequestThrottledException": true, "TooManyRequestsException": true, "ProvisionedThroughputExceededException": true,
-	"TransactionInProgressException": true, "RequestThrottled": true, "SlowDown": true, "PriorRequestNotComplete": true,
-	"EC2ThrottledException": true, "BandwidthLimitExceeded": true,
+// Error is a provider's error with its kind.
+type Error struct {
+	Kind ErrorKind
+	Err  error
 }
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf is the kind err's provider gave it; KindOther for an error no provider classified.
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindOther
+}
+
+// Transient says whether err is of KindTransient.
+func Transient(err error) bool { return KindOf(err) == KindTransient }

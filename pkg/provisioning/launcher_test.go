@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +24,8 @@ import (
 	"github.com/tailor-eks/tailor/pkg/offerings"
 )
 
-// throttled is an AWS throttling error as the SDK surfaces it.
-type throttled struct{}
-
-func (throttled) Error() string     { return "api error RequestLimitExceeded: Request limit exceeded." }
-func (throttled) ErrorCode() string { return "RequestLimitExceeded" }
+// throttled is a throttling error as a provider reports it.
+var throttled = &cloud.Error{Kind: cloud.KindTransient, Err: errors.New("api error RequestLimitExceeded: Request limit exceeded.")}
 
 // launcherWorld is a Launcher on the fake cloud, a fake claims API and a pod lister.
 type launcherWorld struct {
@@ -81,7 +79,7 @@ func (w *launcherWorld) phase(t *testing.T, name string) v1alpha1.ClaimPhase {
 func TestLaunchBacksOffOnThrottling(t *testing.T) {
 	w := newLauncherWorld(t)
 	ctx := context.Background()
-	w.cloud.Fail("Launch", throttled{}, 0)
+	w.cloud.Fail("Launch", throttled, 0)
 	for _, name := range []string{"a", "b", "c"} {
 		w.l.Launch(ctx, w.claim(t, name))
 		if got := w.phase(t, name); got != v1alpha1.ClaimFailed {

@@ -28,13 +28,19 @@ const (
 	spotStrategy     = ec2types.SpotAllocationStrategyPriceCapacityOptimized
 )
 
-// Launch starts one instance from the overrides (see cloud.Provider).
+// Launch starts one instance from the overrides (see cloud.Provider). Its errors carry their
+// cloud.ErrorKind (see classify).
 //
 // Image is an AMI ID or an alias: "al2023" (the EKS-optimized Amazon Linux 2023 AMI, the nvidia
 // variant when every override type has NVIDIA GPUs) or "bottlerocket", resolved through SSM for
 // Options.KubernetesVersion and the architecture of the override types (which must not mix
 // architectures). An explicit AMI is assumed to bootstrap with nodeadm like AL2023.
 func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
+	res, err := p.launch(ctx, req)
+	return res, classify(err)
+}
+
+func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
 	if len(req.Overrides) == 0 {
 		return nil, errors.New("ec2: launch without overrides")
 	}
@@ -167,24 +173,12 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		break
 	}
 	if res.Instance == nil && quota != nil {
-		return nil, fmt.Errorf("ec2: CreateFleet %s: an account quota refused the launch: %w", aws.ToString(out.FleetId), quota)
+		return nil, &cloud.Error{Kind: cloud.KindQuota, Err: fmt.Errorf("ec2: CreateFleet %s: an account quota refused the launch: %w", aws.ToString(out.FleetId), quota)}
 	}
 	if res.Instance == nil && len(res.Errors) == 0 {
 		return nil, fmt.Errorf("ec2: CreateFleet %s launched nothing and reported no errors", aws.ToString(out.FleetId))
 	}
 	return res, nil
-}
-
-// accountQuotaCodes are the fleet errors of an account's quotas: running on-demand vCPUs of an
-// instance family class, spot instances, instances. A fleet reports them on overrides, but they
-// say nothing about the offering: any other type of the same class, or zone, is refused alike,
-// and marking offerings unavailable one by one would walk every plan through every offering in
-// turn. They are left out of LaunchResult.Errors (which callers mark unavailable); a launch that
-// got nothing else is an error, which callers retry later.
-var accountQuotaCodes = map[string]bool{
-	"VcpuLimitExceeded":            true,
-	"MaxSpotInstanceCountExceeded": true,
-	"InstanceLimitExceeded":        true,
 }
 
 // clientToken fits a caller's token into EC2's 64 ASCII characters (longer ones are hashed).

@@ -431,6 +431,17 @@ func TestLaunch(t *testing.T) {
 		}
 	})
 
+	t.Run("CreateFleet throttled past the SDK's retries is transient", func(t *testing.T) {
+		for _, code := range []string{"RequestLimitExceeded", "InternalError"} {
+			e.sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: code})
+			_, err := e.p.Launch(testCtx(t), e.request(t, "claim-pressed", cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a}))
+			e.sim.ClearFaults()
+			if k := cloud.KindOf(err); k != cloud.KindTransient {
+				t.Errorf("%s: error %v of kind %v, want transient", code, err, k)
+			}
+		}
+	})
+
 	t.Run("throttled CreateFleet is retried by the SDK", func(t *testing.T) {
 		e.sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "RequestLimitExceeded", Times: 2})
 		before := e.sim.Calls("CreateFleet")
@@ -458,6 +469,9 @@ func TestLaunch(t *testing.T) {
 			e.sim.ClearFaults()
 			if err == nil || !strings.Contains(err.Error(), "account quota") || !strings.Contains(err.Error(), tt.code) || res != nil {
 				t.Errorf("%s: result %+v, error %v; want an account quota error", tt.code, res, err)
+			}
+			if k := cloud.KindOf(err); k != cloud.KindQuota {
+				t.Errorf("%s: error of kind %v, want quota", tt.code, k)
 			}
 			if got := e.sim.FleetRequests() - fleets; got != 1 {
 				t.Errorf("%s: %d fleets created, want 1 (the fault answers in the fleet's errors)", tt.code, got)
