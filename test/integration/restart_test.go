@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
+	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
 // The scheduler dies after EC2 launched an instance for a claim but before the launch was
@@ -182,4 +184,77 @@ func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
 	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
 		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
 	}
+}
+
+// The scheduler dies after a claim's launch was recorded (the claim Launched, with its instance
+// and node name) but before the node registered: the instance runs, its kubelet held back by the
+// node agent until the restarted scheduler leads. The new process takes the claim as it finds
+// it and does not launch it again; once the node registers, the pod runs on it. One claim, one
+// instance, one fleet and one CreateFleet call in all.
+func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
+	ns := newNamespace(t)
+	release := world.Agent.Hold(func(in cloud.Instance) bool { return in.Tags[v1alpha1.TagClaim] != "" })
+	t.Cleanup(release)
+	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
+	createPod(t, ns, "held", "1", "2Gi")
+	var launched *v1alpha1.Claim
+	waitFor(t, "the claim Launched with its instance recorded", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched && c.Status.InstanceID != "" && c.Status.NodeName != "" {
+				launched = c
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the claim's instance running", func() bool {
+		in, ok := world.Sim.Instance(launched.Status.InstanceID)
+		return ok && in.State == cloud.StateRunning
+	})
+	if _, err := world.Client.CoreV1().Nodes().Get(context.Background(), launched.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("node %s: %v; the hold should keep it from registering", launched.Status.NodeName, err)
+	}
+
+	leader := controllersLeader(t)
+	stopScheduler() // the crash
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+	waitFor(t, "the restarted scheduler to hold the controllers' lease", func() bool {
+		h := controllersLeader(t)
+		return h != "" && h != leader
+	})
+	release() // the kubelet starts
+
+	pods := waitRunning(t, ns, 1)
+	if pods[0].Spec.NodeName != launched.Status.NodeName {
+		t.Errorf("pod on %s, want the claim's node %s", pods[0].Spec.NodeName, launched.Status.NodeName)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].UID != launched.UID || cls[0].Status.InstanceID != launched.Status.InstanceID || cls[0].Status.Phase != v1alpha1.ClaimRegistered {
+		t.Errorf("claims %v, want only %s (uid %s) Registered with instance %s", claimNames(cls), launched.Name, launched.UID, launched.Status.InstanceID)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1", got)
+	}
+	if got := world.Sim.Calls("CreateFleet") - calls; got != 1 {
+		t.Errorf("%d CreateFleet calls, want 1: a launch recorded before the crash is not launched again", got)
+	}
+	checkSettled(t, ns, 1)
+}
+
+// controllersLeader is the holder of the tailor-controllers lease ("" when none holds it).
+func controllersLeader(t *testing.T) string {
+	t.Helper()
+	l, err := world.Client.CoordinationV1().Leases(env.InstallNamespace).Get(context.Background(), "tailor-controllers", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }
