@@ -99,6 +99,65 @@ func TestCreateFleetOutageBacksOff(t *testing.T) {
 	}
 }
 
+// EC2 answers CreateFleet only after 40 s, for two claims launched at once (two anti-affine
+// pods): one call takes effect at once and only its answer is late (AfterEffect), the other
+// takes effect when it answers. While the calls are out (longer than a Pending claim waits
+// before the sweep resumes it, 30 s, plus a sweep period), Tailor makes no second call and no
+// second claim for the same pods; the SDK does not time out and retry. Then each claim has its
+// one instance, each pod runs on its claim's node, and EC2 saw one call per claim, with the
+// claim's UID as client token.
+func TestSlowCreateFleetLaunchesOnce(t *testing.T) {
+	const latency = 40 * time.Second
+	ns := newNamespace(t)
+	before, fleets := world.Sim.Calls("CreateFleet"), world.Sim.FleetRequests()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, AfterEffect: true, Times: 1})
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+	createBurst(t, ns, 2)
+	waitFor(t, "both launches to reach EC2", func() bool { return world.Sim.Calls("CreateFleet")-before == 2 })
+	sent := time.Now()
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("%d fleets while both calls are out, want 1 (the call that took effect at once)", got)
+	}
+
+	launched := func() bool {
+		n := 0
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched || c.Status.Phase == v1alpha1.ClaimRegistered {
+				n++
+			}
+		}
+		return n == 2
+	}
+	var calls, claims int
+	answered := pollWithin(latency+30*time.Second, func() bool {
+		calls, claims = world.Sim.Calls("CreateFleet")-before, len(listClaims(t))
+		return calls != 2 || claims != 2 || launched()
+	})
+	if !answered || calls != 2 || claims != 2 {
+		t.Fatalf("%d CreateFleet calls and %d claims %s after the calls went out (launched: %v), want 2 and 2 until both are answered", calls, claims, time.Since(sent).Round(time.Second), answered)
+	}
+	t.Logf("both claims launched %s after their calls went out", time.Since(sent).Round(time.Second))
+
+	checkBurstSettled(t, ns, 2)
+	if got := world.Sim.FleetRequests() - fleets; got != 2 {
+		t.Errorf("EC2 launched %d fleets, want 2", got)
+	}
+	if got := world.Sim.Calls("CreateFleet") - before; got != 2 {
+		t.Errorf("%d CreateFleet calls, want 2: one per claim", got)
+	}
+	reqs := world.Sim.Requests("CreateFleet")
+	tokens := map[string]bool{}
+	for _, r := range reqs[len(reqs)-2:] {
+		tokens[r.Get("ClientToken")] = true
+	}
+	for _, c := range listClaims(t) {
+		if !tokens[string(c.UID)] {
+			t.Errorf("claim %s (uid %s) was not launched with its UID as client token: %v", c.Name, c.UID, tokens)
+		}
+	}
+}
+
 // createBurst creates a Deployment "burst" of replicas small pods with hostname anti-affinity:
 // each needs a node, and so a claim, of its own.
 func createBurst(t *testing.T, ns string, replicas int32) {
