@@ -11,7 +11,6 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
-	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
 // The scheduler dies after EC2 launched an instance for a claim but before the launch was
@@ -215,13 +214,13 @@ func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
 		t.Fatalf("node %s: %v; the hold should keep it from registering", launched.Status.NodeName, err)
 	}
 
-	leader := controllersLeader(t)
+	leader := leaseHolder(t, "tailor-controllers")
 	stopScheduler() // the crash
 	if err := startScheduler(); err != nil {
 		t.Fatalf("restarting the scheduler: %v", err)
 	}
 	waitFor(t, "the restarted scheduler to hold the controllers' lease", func() bool {
-		h := controllersLeader(t)
+		h := leaseHolder(t, "tailor-controllers")
 		return h != "" && h != leader
 	})
 	release() // the kubelet starts
@@ -241,20 +240,4 @@ func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
 		t.Errorf("%d CreateFleet calls, want 1: a launch recorded before the crash is not launched again", got)
 	}
 	checkSettled(t, ns, 1)
-}
-
-// controllersLeader is the holder of the tailor-controllers lease ("" when none holds it).
-func controllersLeader(t *testing.T) string {
-	t.Helper()
-	l, err := world.Client.CoordinationV1().Leases(env.InstallNamespace).Get(context.Background(), "tailor-controllers", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return ""
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *l.Spec.HolderIdentity
 }
