@@ -382,20 +382,8 @@ func TestLateArrivalUsesInFlightCapacity(t *testing.T) {
 // this pod alone), so it is not launched again and keeps its node.
 func TestPlannedNodeTakenPlansAgain(t *testing.T) {
 	ns := newNamespace(t)
-	release := world.Agent.Hold(func(in cloud.Instance) bool { return in.Tags[v1alpha1.TagClaim] != "" })
-	t.Cleanup(release)
 	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
-	createPod(t, ns, "planned", "1", "1Gi")
-	var first *v1alpha1.Claim
-	waitFor(t, "the pod's claim Launched", func() bool {
-		for _, c := range listClaims(t) {
-			if c.Status.Phase == v1alpha1.ClaimLaunched && c.Status.NodeName != "" {
-				first = c
-				return true
-			}
-		}
-		return false
-	})
+	first, release := launchHeld(t, ns, "planned", "1", "1Gi")
 	it := instanceTypes(t)[first.Status.InstanceType]
 	// What the planned pod leaves of the node's cpu, and a little more: the pod no longer fits.
 	alloc := catalog.AllocatableFor(it, it.MaxPods())

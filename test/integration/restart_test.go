@@ -192,20 +192,8 @@ func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
 // instance, one fleet and one CreateFleet call in all.
 func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
 	ns := newNamespace(t)
-	release := world.Agent.Hold(func(in cloud.Instance) bool { return in.Tags[v1alpha1.TagClaim] != "" })
-	t.Cleanup(release)
 	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
-	createPod(t, ns, "held", "1", "2Gi")
-	var launched *v1alpha1.Claim
-	waitFor(t, "the claim Launched with its instance recorded", func() bool {
-		for _, c := range listClaims(t) {
-			if c.Status.Phase == v1alpha1.ClaimLaunched && c.Status.InstanceID != "" && c.Status.NodeName != "" {
-				launched = c
-				return true
-			}
-		}
-		return false
-	})
+	launched, release := launchHeld(t, ns, "held", "1", "2Gi")
 	waitFor(t, "the claim's instance running", func() bool {
 		in, ok := world.Sim.Instance(launched.Status.InstanceID)
 		return ok && in.State == cloud.StateRunning
@@ -240,4 +228,25 @@ func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
 		t.Errorf("%d CreateFleet calls, want 1: a launch recorded before the crash is not launched again", got)
 	}
 	checkSettled(t, ns, 1)
+}
+
+// launchHeld holds back the registration of Tailor's instances (the node agent's Hold, released
+// by the returned func or when the test ends), creates a pod of cpu and mem and returns its claim
+// once it is Launched, its instance and node name recorded.
+func launchHeld(t *testing.T, ns, pod, cpu, mem string) (*v1alpha1.Claim, func()) {
+	t.Helper()
+	release := world.Agent.Hold(func(in cloud.Instance) bool { return in.Tags[v1alpha1.TagClaim] != "" })
+	t.Cleanup(release)
+	createPod(t, ns, pod, cpu, mem)
+	var launched *v1alpha1.Claim
+	waitFor(t, "the claim Launched with its instance recorded", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched && c.Status.InstanceID != "" && c.Status.NodeName != "" {
+				launched = c
+				return true
+			}
+		}
+		return false
+	})
+	return launched, release
 }
