@@ -16,8 +16,10 @@ import (
 // than a generated one, so that asking again after the API server's
 // answer was lost (a timeout after the write) finds the claim the first request created instead
 // of making a second claim, and a second instance. AlreadyExists from a live claim for the same
-// pods is that claim; a name held by a claim that failed or is going, or (a hash collision) by
-// one for other pods, falls back to a generated name.
+// pods that has not reached its node yet is that claim; a name held by a claim that failed or is
+// going, by one whose node registered (those pods were planned onto its node before: planned
+// again, the node refused them), or (a hash collision) by one for other pods, falls back to a
+// generated name.
 func (l *Launcher) createClaim(ctx context.Context, claim *v1alpha1.Claim, key string) (*v1alpha1.Claim, error) {
 	named := claim.DeepCopy()
 	named.Name, named.GenerateName = claimName(claim.GenerateName, key), ""
@@ -27,7 +29,7 @@ func (l *Launcher) createClaim(ctx context.Context, claim *v1alpha1.Claim, key s
 	}
 	existing, ferr := l.Claims.Fetch(ctx, named.Name)
 	if ferr == nil && existing.DeletionTimestamp == nil && existing.Status.Phase != v1alpha1.ClaimFailed &&
-		samePods(existing.Spec.Pods, claim.Spec.Pods) {
+		existing.Status.Phase != v1alpha1.ClaimRegistered && samePods(existing.Spec.Pods, claim.Spec.Pods) {
 		return existing, nil
 	}
 	return l.Claims.Create(ctx, claim) // GenerateName: a new attempt for the same pods

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,15 +19,16 @@ import (
 
 // The API server writes a claim but its answer is lost (a timeout): the retry, for the same
 // pods, finds that claim by its name instead of creating a second one. A retry for other pods,
-// or one after the first claim failed, is a new claim.
+// or one after the first claim failed or its node registered, is a new claim.
 func TestCreateClaimAfterLostAnswer(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{v1alpha1.ClaimResource: "ClaimList"})
-	lose := true
+	lose, generated := true, 0
 	client.PrependReactor("create", "claims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
 		if obj.GetName() == "" {
-			obj.SetName(obj.GetGenerateName() + "generated") // the fake does not generate names
+			generated++ // the fake does not generate names
+			obj.SetName(obj.GetGenerateName() + "generated-" + strconv.Itoa(generated))
 		}
 		if err := client.Tracker().Create(v1alpha1.ClaimResource, obj, ""); err != nil {
 			return true, nil, err
@@ -78,5 +80,17 @@ func TestCreateClaimAfterLostAnswer(t *testing.T) {
 	next, err := l.createClaim(ctx, claim("a", "b"), podsKey(claim("a", "b").Spec.Pods))
 	if err != nil || next.Name == again.Name || count() != 3 {
 		t.Fatalf("after the first claim failed: %v, %v; %d claims, want a new one", next, err, count())
+	}
+
+	// A claim whose node registered is no lost answer: its pod, planned again, was refused by
+	// that node and needs another one. Taking the old claim would launch it again and again.
+	registered := other.DeepCopy()
+	registered.Status.Phase, registered.Status.NodeName = v1alpha1.ClaimRegistered, "node-1"
+	if _, err := l.Claims.UpdateStatus(ctx, registered); err != nil {
+		t.Fatal(err)
+	}
+	replanned, err := l.createClaim(ctx, claim("c"), podsKey(claim("c").Spec.Pods))
+	if err != nil || replanned.Name == other.Name || count() != 4 {
+		t.Fatalf("after the claim's node registered: %v, %v; %d claims, want a new one", replanned, err, count())
 	}
 }

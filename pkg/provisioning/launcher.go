@@ -389,8 +389,9 @@ func (l *Launcher) InFlight(claim string) bool {
 }
 
 // Follow brings the ledger up to date with a changed claim: pods newly recorded on it wait for
-// it, and its node name, once known, is theirs. Pods the ledger already moved elsewhere (a
-// re-plan) are not pulled back, and a resync without change does nothing.
+// it, its node name, once known, is theirs, and once its node is initialized they are tried
+// again (see waitingOn). Pods the ledger already moved elsewhere (a re-plan) are not pulled
+// back, and a resync without change does nothing.
 func (l *Launcher) Follow(old, cur *v1alpha1.Claim) {
 	if old.ResourceVersion == cur.ResourceVersion || cur.Status.Phase == v1alpha1.ClaimFailed {
 		return
@@ -411,6 +412,24 @@ func (l *Launcher) Follow(old, cur *v1alpha1.Claim) {
 	if cur.Status.NodeName != "" && cur.Status.NodeName != old.Status.NodeName {
 		l.Ledger.SetNodeName(cur.Name, cur.Status.NodeName)
 	}
+	if cur.Status.InitializedAt != nil && old.Status.InitializedAt == nil {
+		l.Activate(l.waitingOn(cur))
+	}
+}
+
+// waitingOn returns the claim's pods that still wait for it in the ledger. Once its node is up
+// (Ready, no startup taint: the claim is initialized) they are tried again: a pod the node
+// refused while it was still starting waits for no event the scheduler would retry it on (a
+// not-ready taint the pod tolerates going away, a Ready condition), yet must now bind there or,
+// refused by the node that is up, be planned anew.
+func (l *Launcher) waitingOn(c *v1alpha1.Claim) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range l.claimPods(c) {
+		if r, ok := l.Ledger.Lookup(p.UID); ok && r.Claim == c.Name {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Rebuild fills the ledger from the claims, after a start: every pod of a live claim that is

@@ -3,6 +3,8 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,5 +104,56 @@ func TestLaunchBacksOffOnThrottling(t *testing.T) {
 	}
 	if n := w.cloud.Launches(); n != 1 {
 		t.Errorf("%d instances for one claim launched twice, want 1", n)
+	}
+}
+
+// Once a claim's node is initialized (Ready, no startup taint left), the pods still waiting for
+// it in the ledger are tried again: one the node refused while it was starting waits for no
+// event the scheduler retries it on. Pods bound meanwhile, or planned onto another claim, are
+// left alone, and so is every other change of the claim.
+func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
+	w := newLauncherWorld(t)
+	var activated []string
+	w.l.Activate = func(ps []*corev1.Pod) {
+		for _, p := range ps {
+			activated = append(activated, p.Name)
+		}
+	}
+	c := w.claim(t, "waits")
+	for _, name := range []string{"moved", "bound"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
+		if name == "bound" {
+			p.Spec.NodeName = "node-1"
+		}
+		if err := w.pods.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Pods = append(c.Spec.Pods, v1alpha1.PodRef{Namespace: "default", Name: name, UID: string(p.UID)})
+	}
+	w.l.Ledger.Add(c.Name, "node-1", []types.UID{"uid-waits", "uid-moved"})
+	w.l.Ledger.Add("other", "", []types.UID{"uid-moved"})
+
+	version := 0
+	next := func(prev *v1alpha1.Claim, mutate func(*v1alpha1.ClaimStatus)) *v1alpha1.Claim {
+		cur := prev.DeepCopy()
+		version++
+		cur.ResourceVersion = strconv.Itoa(version)
+		mutate(&cur.Status)
+		w.l.Follow(prev, cur)
+		return cur
+	}
+	launched := next(c, func(st *v1alpha1.ClaimStatus) { st.Phase, st.NodeName = v1alpha1.ClaimLaunched, "node-1" })
+	registered := next(launched, func(st *v1alpha1.ClaimStatus) { st.Phase = v1alpha1.ClaimRegistered })
+	if len(activated) != 0 {
+		t.Fatalf("activated %v before the node was initialized", activated)
+	}
+	now := metav1.Now()
+	initialized := next(registered, func(st *v1alpha1.ClaimStatus) { st.InitializedAt = &now })
+	if !slices.Equal(activated, []string{"waits"}) {
+		t.Errorf("activated %v once the node was initialized, want only the pod still waiting on the claim", activated)
+	}
+	next(initialized, func(st *v1alpha1.ClaimStatus) { st.PricePerHour = "0.1" })
+	if len(activated) != 1 {
+		t.Errorf("activated %v, want the waiting pod once", activated)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
 const waitTimeout = 60 * time.Second
@@ -291,4 +292,20 @@ func watchPods(ns string, f func(pods []corev1.Pod)) (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// leaseHolder is the holder of the named lease of Tailor's namespace ("" when none holds it).
+func leaseHolder(t *testing.T, name string) string {
+	t.Helper()
+	l, err := world.Client.CoordinationV1().Leases(env.InstallNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }

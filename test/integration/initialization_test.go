@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -100,4 +102,67 @@ func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
 	if len(live) != 1 || live[0] != second.Status.InstanceID {
 		t.Errorf("live Tailor instances %v, want only the second claim's %s", live, second.Status.InstanceID)
 	}
+}
+
+// The node of one of Tailor's own launches never registers (the node agent holds that instance's
+// kubelet for good): 15 s (registrationTimeout) after the launch the sweep gives the claim up,
+// terminates its instance and plans the pod again, on a new claim whose node registers, and the
+// pod runs there. Two fleets in all, the first instance terminated, none left without a claim.
+// (TestStartupTaintNeverLiftedTimesOut is the node that registers but never initializes.)
+func TestNodeNeverRegistersTimesOut(t *testing.T) {
+	restartScheduler(t, func(args map[string]any) { args["registrationTimeout"] = "15s" })
+	var mu sync.Mutex
+	var stuck string // the first Tailor instance the agent sees, held for good
+	release := world.Agent.Hold(func(in cloud.Instance) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stuck == "" && in.Tags[v1alpha1.TagClaim] != "" {
+			stuck = in.ID
+		}
+		return in.ID == stuck
+	})
+	t.Cleanup(release)
+	ns := newNamespace(t)
+	fleets := world.Sim.FleetRequests()
+	createPod(t, ns, "waits", "500m", "512Mi")
+
+	var first *v1alpha1.Claim
+	waitFor(t, "the claim Launched on the held instance", func() bool {
+		mu.Lock()
+		held := stuck
+		mu.Unlock()
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched && held != "" && c.Status.InstanceID == held {
+				first = c
+				return true
+			}
+		}
+		return false
+	})
+	// Claims are named after their pods, so the replacement may reuse the name: claims are told
+	// apart by UID.
+	waitForWithin(t, "the first claim given up", 90*time.Second, func() bool {
+		for _, c := range listClaims(t) {
+			if c.UID == first.UID {
+				return false
+			}
+		}
+		return true
+	})
+	if in, ok := world.Sim.Instance(first.Status.InstanceID); !ok || (in.State != cloud.StateTerminated && in.State != cloud.StateShuttingDown) {
+		t.Errorf("instance %s of the given-up claim: %+v, want terminated", first.Status.InstanceID, in)
+	}
+	if _, err := world.Client.CoreV1().Nodes().Get(context.Background(), first.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("node %s of the held instance: %v, want none ever registered", first.Status.NodeName, err)
+	}
+
+	pods := waitRunning(t, ns, 1)
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].UID == first.UID || cls[0].Status.NodeName != pods[0].Spec.NodeName || cls[0].Status.InstanceID == first.Status.InstanceID {
+		t.Errorf("claims %v; pod on %s, want it on a second claim's node", claimNames(cls), pods[0].Spec.NodeName)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 2 {
+		t.Errorf("EC2 launched %d fleets, want 2 (the given-up one and its replacement)", got)
+	}
+	checkSettled(t, ns, 1)
 }

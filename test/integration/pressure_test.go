@@ -11,6 +11,14 @@ import (
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
+// What pkg/provisioning promises under EC2 pressure, and the SDK's retries under it.
+const (
+	inFlight = 8 // provisioning's maxLaunchesInFlight
+	// sdkAttempts is the SDK's standard retryer's attempts per call (retry.DefaultMaxAttempts):
+	// one Tailor launch is at most this many CreateFleet calls.
+	sdkAttempts = 3
+)
+
 // EC2 throttles CreateFleet while a burst of pods waits for nodes (30 anti-affine pods, so 30
 // claims at once, and the first 30 CreateFleet calls answered RequestLimitExceeded, slowly).
 // Tailor keeps at most 8 launches in flight, backs off, and every pod ends Running on its own
@@ -20,7 +28,6 @@ func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 	const (
 		replicas  = 30
 		throttled = 30
-		inFlight  = 8 // provisioning's maxLaunchesInFlight
 	)
 	ns := newNamespace(t)
 	calls := world.Sim.Calls("CreateFleet")
@@ -28,6 +35,133 @@ func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "RequestLimitExceeded", Latency: 200 * time.Millisecond, Times: throttled})
 	t.Cleanup(world.Sim.ClearFaults)
 
+	createBurst(t, ns, replicas)
+	checkBurstSettled(t, ns, replicas)
+	got := world.Sim.Calls("CreateFleet") - calls
+	t.Logf("CreateFleet: %d calls (%d throttled), at most %d at once", got, throttled, world.Sim.MostConcurrent("CreateFleet"))
+	if limit := throttled + replicas + 10; got > limit {
+		t.Errorf("%d CreateFleet calls, want at most %d", got, limit)
+	}
+	if most := world.Sim.MostConcurrent("CreateFleet"); most > inFlight {
+		t.Errorf("%d CreateFleet calls at once, want at most %d", most, inFlight)
+	}
+}
+
+// CreateFleet answers InternalError (HTTP 500) to every call for 13 s while 20 anti-affine pods
+// (20 claims) wait. The SDK retries each call (3 attempts at most), then the launch fails and its
+// pods wait out the backoff all launches share (2 s, doubling with each wave; pkg/provisioning)
+// before they are planned again: a pod's plans start at least 2, 4, 8 s after its failures, so
+// at 0, 2 and 6 s at the earliest, and no fourth starts before 14 s. Within the outage EC2 sees
+// at most 20 pods × 3 plans × 3 attempts = 180 calls; failed launches planned again at once
+// would make hundreds. Once EC2 answers again, every pod runs on its own node and claim: one
+// instance each, none leaked, one call per claim (and at most the launches under way when the
+// outage ended) after it.
+func TestCreateFleetOutageBacksOff(t *testing.T) {
+	const (
+		replicas = 20
+		outage   = 13 * time.Second
+		// The earliest starts of a pod's plans (0, 2, 6, 14 s) that fall within the outage.
+		plans = 3
+	)
+	ns := newNamespace(t)
+	before := world.Sim.Calls("CreateFleet")
+	fleets := world.Sim.FleetRequests()
+	world.Sim.ResetMostConcurrent()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "InternalError"})
+	t.Cleanup(world.Sim.ClearFaults)
+	start := time.Now()
+	createBurst(t, ns, replicas)
+	time.Sleep(time.Until(start.Add(outage)))
+	during := world.Sim.Calls("CreateFleet") - before
+	world.Sim.ClearFaults()
+
+	t.Logf("CreateFleet: %d calls in the %s outage, at most %d at once", during, outage, world.Sim.MostConcurrent("CreateFleet"))
+	if during == 0 {
+		t.Fatalf("no CreateFleet call during the outage: it tested nothing")
+	}
+	if limit := replicas * plans * sdkAttempts; during > limit {
+		t.Errorf("%d CreateFleet calls during the %s outage, want at most %d (%d pods × %d plans × %d attempts)", during, outage, limit, replicas, plans, sdkAttempts)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 0 {
+		t.Errorf("%d fleets created during the outage, want none", got)
+	}
+	checkBurstSettled(t, ns, replicas)
+	after := world.Sim.Calls("CreateFleet") - before - during
+	t.Logf("CreateFleet: %d calls after the outage", after)
+	if after > replicas+inFlight {
+		t.Errorf("%d CreateFleet calls after the outage, want at most %d (one per claim, and the %d launches that may have been under way)", after, replicas+inFlight, inFlight)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != replicas {
+		t.Errorf("%d fleets created, want %d (one per pod)", got, replicas)
+	}
+	if most := world.Sim.MostConcurrent("CreateFleet"); most > inFlight {
+		t.Errorf("%d CreateFleet calls at once, want at most %d", most, inFlight)
+	}
+}
+
+// EC2 answers CreateFleet only after 40 s, for two claims launched at once (two anti-affine
+// pods): one call takes effect at once and only its answer is late (AfterEffect), the other
+// takes effect when it answers. While the calls are out (longer than a Pending claim waits
+// before the sweep resumes it, 30 s, plus a sweep period), Tailor makes no second call and no
+// second claim for the same pods; the SDK does not time out and retry. Then each claim has its
+// one instance, each pod runs on its claim's node, and EC2 saw one call per claim, with the
+// claim's UID as client token.
+func TestSlowCreateFleetLaunchesOnce(t *testing.T) {
+	const latency = 40 * time.Second
+	ns := newNamespace(t)
+	before, fleets := world.Sim.Calls("CreateFleet"), world.Sim.FleetRequests()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, AfterEffect: true, Times: 1})
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+	createBurst(t, ns, 2)
+	waitFor(t, "both launches to reach EC2", func() bool { return world.Sim.Calls("CreateFleet")-before == 2 })
+	sent := time.Now()
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("%d fleets while both calls are out, want 1 (the call that took effect at once)", got)
+	}
+
+	launched := func() bool {
+		n := 0
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched || c.Status.Phase == v1alpha1.ClaimRegistered {
+				n++
+			}
+		}
+		return n == 2
+	}
+	var calls, claims int
+	answered := pollWithin(latency+30*time.Second, func() bool {
+		calls, claims = world.Sim.Calls("CreateFleet")-before, len(listClaims(t))
+		return calls != 2 || claims != 2 || launched()
+	})
+	if !answered || calls != 2 || claims != 2 {
+		t.Fatalf("%d CreateFleet calls and %d claims %s after the calls went out (launched: %v), want 2 and 2 until both are answered", calls, claims, time.Since(sent).Round(time.Second), answered)
+	}
+	t.Logf("both claims launched %s after their calls went out", time.Since(sent).Round(time.Second))
+
+	checkBurstSettled(t, ns, 2)
+	if got := world.Sim.FleetRequests() - fleets; got != 2 {
+		t.Errorf("EC2 launched %d fleets, want 2", got)
+	}
+	if got := world.Sim.Calls("CreateFleet") - before; got != 2 {
+		t.Errorf("%d CreateFleet calls, want 2: one per claim", got)
+	}
+	reqs := world.Sim.Requests("CreateFleet")
+	tokens := map[string]bool{}
+	for _, r := range reqs[len(reqs)-2:] {
+		tokens[r.Get("ClientToken")] = true
+	}
+	for _, c := range listClaims(t) {
+		if !tokens[string(c.UID)] {
+			t.Errorf("claim %s (uid %s) was not launched with its UID as client token: %v", c.Name, c.UID, tokens)
+		}
+	}
+}
+
+// createBurst creates a Deployment "burst" of replicas small pods with hostname anti-affinity:
+// each needs a node, and so a claim, of its own.
+func createBurst(t *testing.T, ns string, replicas int32) {
+	t.Helper()
 	spec := podSpec("250m", "256Mi")
 	spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
@@ -36,11 +170,16 @@ func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 		}},
 	}}
 	createDeployment(t, ns, "burst", replicas, spec)
-	waitForWithin(t, "every pod Running", 4*time.Minute, func() bool { return len(runningPods(t, ns)) == replicas })
+}
 
-	pods := runningPods(t, ns)
+// checkBurstSettled waits until the burst's replicas pods all run and fails unless each runs on
+// a node of its own, every claim with a live instance has exactly one and replicas claims have
+// one, and nothing leaked (checkSettled).
+func checkBurstSettled(t *testing.T, ns string, replicas int) {
+	t.Helper()
+	waitForWithin(t, "every pod Running", 4*time.Minute, func() bool { return len(runningPods(t, ns)) == replicas })
 	nodes := map[string]bool{}
-	for _, p := range pods {
+	for _, p := range runningPods(t, ns) {
 		nodes[p.Spec.NodeName] = true
 	}
 	if len(nodes) != replicas {
@@ -69,12 +208,5 @@ func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 	if len(perClaim) != replicas {
 		t.Errorf("%d claims with an instance, want %d", len(perClaim), replicas)
 	}
-	got := world.Sim.Calls("CreateFleet") - calls
-	t.Logf("CreateFleet: %d calls (%d throttled), at most %d at once", got, throttled, world.Sim.MostConcurrent("CreateFleet"))
-	if limit := throttled + replicas + 10; got > limit {
-		t.Errorf("%d CreateFleet calls, want at most %d", got, limit)
-	}
-	if most := world.Sim.MostConcurrent("CreateFleet"); most > inFlight {
-		t.Errorf("%d CreateFleet calls at once, want at most %d", most, inFlight)
-	}
+	checkSettled(t, ns, replicas)
 }

@@ -374,3 +374,57 @@ func TestLateArrivalUsesInFlightCapacity(t *testing.T) {
 		t.Errorf("claims %v, want one claim recording both pods", claimNames(cls))
 	}
 }
+
+// The node launched for a pod is taken before the pod gets there (another pod, bound to it
+// directly, uses the room while the node boots): once the node is up and still refuses the pod,
+// the pod is planned again and gets a node of its own, on a new claim. The claim it was planned
+// onto first is not taken for a new one (claims are named after their pods, and that claim is for
+// this pod alone), so it is not launched again and keeps its node.
+func TestPlannedNodeTakenPlansAgain(t *testing.T) {
+	ns := newNamespace(t)
+	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
+	first, release := launchHeld(t, ns, "planned", "1", "1Gi")
+	it := instanceTypes(t)[first.Status.InstanceType]
+	// What the planned pod leaves of the node's cpu, and a little more: the pod no longer fits.
+	alloc := catalog.AllocatableFor(it, it.MaxPods())
+	taker := alloc.Cpu().DeepCopy()
+	taker.Sub(resource.MustParse("900m"))
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taker"}, Spec: corev1.PodSpec{
+		NodeName:    first.Status.NodeName,
+		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: taker, corev1.ResourceMemory: resource.MustParse("256Mi")}}}},
+	}}
+	if _, err := world.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	release() // the node boots, with the taker on it
+
+	pods := waitRunning(t, ns, 2)
+	var planned string
+	for _, p := range pods {
+		if p.Name == "planned" {
+			planned = p.Spec.NodeName
+		}
+	}
+	if planned == "" || planned == first.Status.NodeName {
+		t.Fatalf("planned pod on %q, want a node other than the taken %s", planned, first.Status.NodeName)
+	}
+	cls := listClaims(t)
+	var kept bool
+	for _, c := range cls {
+		if c.UID == first.UID {
+			kept = c.Status.Phase == v1alpha1.ClaimRegistered && c.Status.InstanceID == first.Status.InstanceID && c.Status.NodeName == first.Status.NodeName
+		}
+	}
+	if len(cls) != 2 || !kept {
+		t.Errorf("claims %v, want the first (%s) still Registered on %s and one new", claimNames(cls), first.Name, first.Status.NodeName)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 2 {
+		t.Errorf("EC2 launched %d fleets, want 2", got)
+	}
+	if got := world.Sim.Calls("CreateFleet") - calls; got != 2 {
+		t.Errorf("%d CreateFleet calls, want 2: the first claim is not launched again", got)
+	}
+	checkSettled(t, ns, 2)
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -182,4 +183,70 @@ func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
 	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
 		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
 	}
+}
+
+// The scheduler dies after a claim's launch was recorded (the claim Launched, with its instance
+// and node name) but before the node registered: the instance runs, its kubelet held back by the
+// node agent until the restarted scheduler leads. The new process takes the claim as it finds
+// it and does not launch it again; once the node registers, the pod runs on it. One claim, one
+// instance, one fleet and one CreateFleet call in all.
+func TestCrashAfterLaunchRecordedBeforeRegistration(t *testing.T) {
+	ns := newNamespace(t)
+	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
+	launched, release := launchHeld(t, ns, "held", "1", "2Gi")
+	waitFor(t, "the claim's instance running", func() bool {
+		in, ok := world.Sim.Instance(launched.Status.InstanceID)
+		return ok && in.State == cloud.StateRunning
+	})
+	if _, err := world.Client.CoreV1().Nodes().Get(context.Background(), launched.Status.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("node %s: %v; the hold should keep it from registering", launched.Status.NodeName, err)
+	}
+
+	leader := leaseHolder(t, "tailor-controllers")
+	stopScheduler() // the crash
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+	waitFor(t, "the restarted scheduler to hold the controllers' lease", func() bool {
+		h := leaseHolder(t, "tailor-controllers")
+		return h != "" && h != leader
+	})
+	release() // the kubelet starts
+
+	pods := waitRunning(t, ns, 1)
+	if pods[0].Spec.NodeName != launched.Status.NodeName {
+		t.Errorf("pod on %s, want the claim's node %s", pods[0].Spec.NodeName, launched.Status.NodeName)
+	}
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].UID != launched.UID || cls[0].Status.InstanceID != launched.Status.InstanceID || cls[0].Status.Phase != v1alpha1.ClaimRegistered {
+		t.Errorf("claims %v, want only %s (uid %s) Registered with instance %s", claimNames(cls), launched.Name, launched.UID, launched.Status.InstanceID)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1", got)
+	}
+	if got := world.Sim.Calls("CreateFleet") - calls; got != 1 {
+		t.Errorf("%d CreateFleet calls, want 1: a launch recorded before the crash is not launched again", got)
+	}
+	checkSettled(t, ns, 1)
+}
+
+// launchHeld holds back the registration of Tailor's instances (the node agent's Hold, released
+// by the returned func or when the test ends), creates a pod of cpu and mem and returns its claim
+// once it is Launched, its instance and node name recorded.
+func launchHeld(t *testing.T, ns, pod, cpu, mem string) (*v1alpha1.Claim, func()) {
+	t.Helper()
+	release := world.Agent.Hold(func(in cloud.Instance) bool { return in.Tags[v1alpha1.TagClaim] != "" })
+	t.Cleanup(release)
+	createPod(t, ns, pod, cpu, mem)
+	var launched *v1alpha1.Claim
+	waitFor(t, "the claim Launched with its instance recorded", func() bool {
+		for _, c := range listClaims(t) {
+			if c.Status.Phase == v1alpha1.ClaimLaunched && c.Status.InstanceID != "" && c.Status.NodeName != "" {
+				launched = c
+				return true
+			}
+		}
+		return false
+	})
+	return launched, release
 }

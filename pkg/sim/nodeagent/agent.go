@@ -6,8 +6,9 @@
 // cluster's endpoint, CA and service CIDR registers a Node, the way an EKS node would (name =
 // private DNS name, providerID, the labels the kubelet derives from the instance plus the
 // user data's node labels, the user data's taints, capacity and allocatable for its pod limit);
-// any other stays running and unregistered, and the agent records why. A Node whose instance is
-// gone is deleted. kwok keeps the Nodes Ready and runs their pods; the agent marks its Nodes
+// any other stays running and unregistered, and the agent records why. A test can hold an
+// instance's registration back (Hold), as a kubelet that has not started would. A Node whose
+// instance is gone is deleted. kwok keeps the Nodes Ready and runs their pods; the agent marks its Nodes
 // with the annotation kwok is told to manage.
 package nodeagent
 
@@ -57,6 +58,47 @@ type Agent struct {
 
 	mu     sync.Mutex
 	booted map[string]bootResult // by instance ID: each instance boots once
+	// holds are the tests' holds on registration (see Hold), by the order they were made.
+	holds    map[int]func(cloud.Instance) bool
+	nextHold int
+}
+
+// Hold keeps the agent from booting and registering a Node for every running instance hold
+// reports true for, as a kubelet that has not started yet (or never will) leaves an instance:
+// it runs on, unregistered; a Node it already has stays. The returned release ends this hold:
+// the instances it held boot and register on the next sync unless another hold keeps them.
+// Tests use it to hold an instance between its launch and its Node. hold is called from the
+// agent's goroutine, without the agent's lock.
+func (a *Agent) Hold(hold func(cloud.Instance) bool) (release func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.holds == nil {
+		a.holds = map[int]func(cloud.Instance) bool{}
+	}
+	id := a.nextHold
+	a.nextHold++
+	a.holds[id] = hold
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.holds, id)
+	}
+}
+
+// held reports whether a hold keeps the instance from registering.
+func (a *Agent) held(in cloud.Instance) bool {
+	a.mu.Lock()
+	holds := make([]func(cloud.Instance) bool, 0, len(a.holds))
+	for _, h := range a.holds {
+		holds = append(holds, h)
+	}
+	a.mu.Unlock()
+	for _, h := range holds {
+		if h(in) {
+			return true
+		}
+	}
+	return false
 }
 
 type bootResult struct {
@@ -172,7 +214,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 			}
 		}
 		it, ok := types[in.Type]
-		if !ok {
+		if !ok || a.held(*in) {
 			continue
 		}
 		boot, err := a.bootstrap(ctx, in)
