@@ -197,6 +197,7 @@ func startScheduler(path, config, logPath string, awsEnv map[string]string) (*ex
 	for k, v := range awsEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	env.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}

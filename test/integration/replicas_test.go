@@ -121,6 +121,7 @@ func startReplica(t *testing.T, bin, config, name string) *exec.Cmd {
 	}
 	cmd := exec.Command(bin, "--config", config, "--secure-port=0", "-v=2")
 	cmd.Stdout, cmd.Stderr, cmd.Env = logFile, logFile, os.Environ()
+	env.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatal(err)

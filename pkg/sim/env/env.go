@@ -220,6 +220,7 @@ func (e *Environment) startKwok() error {
 		"--node-lease-duration-seconds=40",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("starting kwok: %w", err)
