@@ -77,7 +77,11 @@ type LaunchRequest struct {
 	// Overrides are the acceptable (type, subnet) pairs, most preferred first.
 	Overrides []Override
 	// Image is an explicit AMI ID (ami-...) or an alias resolved through SSM (al2023, bottlerocket).
-	Image            string
+	Image string
+	// ImageID, when set, is the AMI that ResolveImage gave for Image earlier: the launch uses it
+	// as it is, and Image only says how the node bootstraps. A launch resumed with the same
+	// client token must send the request it sent first, whatever the alias resolves to now.
+	ImageID          string
 	InstanceProfile  string
 	SecurityGroupIDs []string
 	// NodeLabels and NodeTaints are passed to the kubelet through user data so the node registers
@@ -168,6 +172,9 @@ type Provider interface {
 	Subnets(ctx context.Context, sel Selector) ([]Subnet, error)
 	// SecurityGroups returns the IDs of the security groups the selector picks.
 	SecurityGroups(ctx context.Context, sel Selector) ([]string, error)
+	// ResolveImage returns the AMI ID a launch of the instance types with image (an AMI ID or an
+	// alias, as LaunchRequest.Image) would use now.
+	ResolveImage(ctx context.Context, image string, instanceTypes []string) (string, error)
 	// Launch starts one instance. An error means the request itself failed (and may be retried
 	// with the same ClientToken), of the ErrorKind the provider gave it; a nil Instance with
 	// Errors means no override had capacity.

@@ -24,6 +24,9 @@ const (
 	ResultLaunched             = "launched"
 	ResultInsufficientCapacity = "insufficient_capacity"
 	ResultFailed               = "failed"
+	// ResultQuota is a spot launch an account quota refused (on-demand quota refusals are
+	// counted as failed: they are retried later on the same capacity type).
+	ResultQuota = "quota"
 )
 
 var (

@@ -102,3 +102,29 @@ func TestTemplatesLeaveOutUnavailableOfferings(t *testing.T) {
 		t.Errorf("%d subnet lookups for a pool's network asked within and after networkTTL, want 1 (after)", got)
 	}
 }
+
+// An account's spot quota leaves every spot offering out of plans, of every type and zone, for
+// unavailableFor; on-demand offerings stay.
+func TestCapacityTypeUnavailable(t *testing.T) {
+	now := clocktesting.NewFakeClock(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	c := New(Options{Cloud: &fixedCloud{}, Clock: now, Args: &config.TailorArgs{Pools: []config.Pool{
+		{Name: "a", CapacityTypes: []string{"on-demand", "spot"}},
+	}}})
+	all := map[string]bool{
+		"a/m5.large/us-east-1a/on-demand": true,
+		"a/m5.large/us-east-1b/on-demand": true,
+		"a/m5.large/us-east-1b/spot":      true,
+	}
+	if got := keys(t, c); !reflect.DeepEqual(got, all) {
+		t.Fatalf("templates %v, want %v", got, all)
+	}
+	c.MarkCapacityTypeUnavailable(cloud.Spot, "MaxSpotInstanceCountExceeded")
+	onDemand := map[string]bool{"a/m5.large/us-east-1a/on-demand": true, "a/m5.large/us-east-1b/on-demand": true}
+	if got := keys(t, c); !reflect.DeepEqual(got, onDemand) {
+		t.Errorf("templates with spot unavailable %v, want %v", got, onDemand)
+	}
+	now.Step(unavailableFor + time.Second)
+	if got := keys(t, c); !reflect.DeepEqual(got, all) {
+		t.Errorf("templates after the mark expired %v, want %v", got, all)
+	}
+}

@@ -15,6 +15,9 @@ type offeringKey struct {
 	capacityType       cloud.CapacityType
 }
 
+// everyOffering is the key of a whole capacity type: every type, every zone.
+func everyOffering(ct cloud.CapacityType) offeringKey { return offeringKey{capacityType: ct} }
+
 // available drops the offerings that recently reported no capacity.
 func (c *Cache) available(its []cloud.InstanceType) []cloud.InstanceType {
 	c.mu.Lock()
@@ -33,7 +36,8 @@ func (c *Cache) available(its []cloud.InstanceType) []cloud.InstanceType {
 		out[i] = it
 		out[i].Offerings = nil
 		for _, o := range it.Offerings {
-			if _, gone := c.unavailable[offeringKey{it.Name, o.Zone, o.CapacityType}]; !gone {
+			_, gone := c.unavailable[offeringKey{it.Name, o.Zone, o.CapacityType}]
+			if _, all := c.unavailable[everyOffering(o.CapacityType)]; !gone && !all {
 				out[i].Offerings = append(out[i].Offerings, o)
 			}
 		}
@@ -57,4 +61,15 @@ func (c *Cache) MarkFailed(ct cloud.CapacityType, errs []cloud.OfferingError) {
 		c.unavailable[offeringKey{e.InstanceType, e.Zone, ct}] = c.Clock.Now().Add(unavailableFor)
 		metrics.OfferingsMarkedUnavailable.WithLabelValues(e.InstanceType, e.Zone, string(ct), e.Code).Inc()
 	}
+}
+
+// MarkCapacityTypeUnavailable leaves every offering of capacity type ct out of plans for a while:
+// an account quota of the capacity type (EC2's spot instance quota) refused a launch, so no
+// type or zone of it launches until the quota frees up, and the pods are better planned onto
+// another capacity type their pools allow. code says why (the metric's code label).
+func (c *Cache) MarkCapacityTypeUnavailable(ct cloud.CapacityType, code string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unavailable[everyOffering(ct)] = c.Clock.Now().Add(unavailableFor)
+	metrics.OfferingsMarkedUnavailable.WithLabelValues("*", "*", string(ct), code).Inc()
 }

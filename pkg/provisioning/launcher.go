@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/metrics"
@@ -218,7 +220,13 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		// Offerings without capacity are now left out, so the pods can be planned again at once
 		// on the next offering; any other failure waits a little.
 		delay, result := retryAfterFailure, metrics.ResultFailed
-		switch {
+		switch spot := c.Spec.CapacityType == string(cloud.Spot); {
+		case spot && cloud.KindOf(err) == cloud.KindQuota:
+			// The account's spot quota: no spot offering launches until it frees up, whatever
+			// the type or zone. Spot is left out of plans for a while and the pods are planned
+			// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
+			l.Offerings.MarkCapacityTypeUnavailable(cloud.Spot, "SpotQuota")
+			delay, result = 0, metrics.ResultQuota
 		case cloud.Transient(err):
 			// Claims failing together are one wave of pressure: the wait doubles once per wave.
 			if now := l.clock().Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
@@ -244,6 +252,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
 			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
 			ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
+			Request: st.Request,
 		}
 	})
 	if err != nil {
@@ -269,28 +278,24 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 	if pool == nil {
 		return nil, 0, nil, fmt.Errorf("pool %q is no longer configured", c.Spec.Pool)
 	}
-	nw, err := l.Offerings.Network(ctx, pool)
+	req, err := l.request(ctx, c, pool)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	var overrides []cloud.Override
 	for _, it := range c.Spec.InstanceTypes {
-		for _, s := range nw.Subnets {
-			if s.Zone == c.Spec.Zone {
-				overrides = append(overrides, cloud.Override{InstanceType: it, SubnetID: s.ID})
-			}
+		for _, s := range req.SubnetIDs {
+			overrides = append(overrides, cloud.Override{InstanceType: it, SubnetID: s})
 		}
-	}
-	if len(overrides) == 0 {
-		return nil, 0, nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, c.Spec.Zone)
 	}
 	res, err := l.Cloud.Launch(ctx, cloud.LaunchRequest{
 		ClientToken:      string(c.UID),
 		CapacityType:     cloud.CapacityType(c.Spec.CapacityType),
 		Overrides:        overrides,
 		Image:            pool.AMI,
+		ImageID:          req.ImageID,
 		InstanceProfile:  pool.InstanceProfile,
-		SecurityGroupIDs: nw.Groups,
+		SecurityGroupIDs: req.SecurityGroupIDs,
 		NodeLabels:       nodeshape.NodeLabels(pool, c.Spec.CapacityType),
 		NodeTaints:       nodeshape.RegistrationTaints(pool),
 		Tags:             nodeshape.Tags(l.Args.ClusterName, pool.Name, c.Name),
@@ -307,6 +312,48 @@ func (l *Launcher) launch(ctx context.Context, c *v1alpha1.Claim) (*cloud.Instan
 		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
 	}
 	return res.Instance, l.price(ctx, res.Instance), res.Errors, nil
+}
+
+// request returns the claim's launch request as its first attempt resolved it: the image and
+// network are resolved from the pool once, and recorded on the claim before anything is sent,
+// so that every later attempt with the claim's client token (a retry, or the resume after a
+// crash that lost EC2's answer) sends the same request and gets the first attempt's instance.
+// Resolved anew, an image alias released meanwhile or a changed subnet would make EC2 refuse
+// the token (IdempotentParameterMismatch), which the provider can only answer by searching
+// for the instance by its tags.
+func (l *Launcher) request(ctx context.Context, c *v1alpha1.Claim, pool *config.Pool) (*v1alpha1.LaunchRequest, error) {
+	if c.Status.Request != nil {
+		return c.Status.Request, nil
+	}
+	nw, err := l.Offerings.Network(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var subnets []string
+	for _, s := range nw.Subnets {
+		if s.Zone == c.Spec.Zone {
+			subnets = append(subnets, s.ID)
+		}
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, c.Spec.Zone)
+	}
+	image, err := l.Cloud.ResolveImage(ctx, pool.AMI, c.Spec.InstanceTypes)
+	if err != nil {
+		return nil, err
+	}
+	resolved := &v1alpha1.LaunchRequest{ImageID: image, SubnetIDs: subnets, SecurityGroupIDs: slices.Clone(nw.Groups)}
+	// On the claim's newest version: an attempt of another process may have recorded its own
+	// first, and then that one is the request.
+	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+		if st.Request == nil {
+			st.Request = resolved
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording the launch request on claim %s: %w", c.Name, err)
+	}
+	return updated.Status.Request, nil
 }
 
 func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {

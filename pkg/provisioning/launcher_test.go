@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,9 +39,9 @@ type launcherWorld struct {
 
 func newLauncherWorld(t *testing.T) *launcherWorld {
 	t.Helper()
-	args := &config.TailorArgs{ClusterName: "demo", Pools: []config.Pool{{Name: "general", AMI: "al2023", InstanceProfile: "node", CapacityTypes: []string{"on-demand"}}}}
+	args := &config.TailorArgs{ClusterName: "demo", Pools: []config.Pool{{Name: "general", AMI: "al2023", InstanceProfile: "node", CapacityTypes: []string{"on-demand", "spot"}}}}
 	fc := fake.New([]cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192,
-		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}}}},
+		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
 		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"})
 	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{v1alpha1.ClaimResource: "ClaimList"})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -155,5 +156,112 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 	next(initialized, func(st *v1alpha1.ClaimStatus) { st.PricePerHour = "0.1" })
 	if len(activated) != 1 {
 		t.Errorf("activated %v, want the waiting pod once", activated)
+	}
+}
+
+// A claim's launch request is resolved from its pool once and recorded on the claim before it is
+// sent. An attempt after a crash sends the recorded request, even from a copy of the claim read
+// before it was recorded and after the pool's image alias moved to a new AMI: with the same
+// client token, EC2 then answers with the first attempt's instance instead of refusing the
+// token. A new claim resolves anew.
+func TestResumedLaunchSendsTheRecordedRequest(t *testing.T) {
+	w := newLauncherWorld(t)
+	ctx := context.Background()
+	w.cloud.SetImage("al2023", "ami-first")
+	c := w.claim(t, "resumed")
+	// The first attempt resolves and records its request; the crash comes before CreateFleet.
+	first, err := w.l.request(ctx, c, w.l.Args.Pool("general"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1alpha1.LaunchRequest{ImageID: "ami-first", SubnetIDs: []string{"subnet-a"}, SecurityGroupIDs: []string{"sg-1"}}
+	stored, err := w.l.Claims.Fetch(ctx, c.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.Request == nil || !equalRequests(*stored.Status.Request, want) || !equalRequests(*first, want) {
+		t.Fatalf("recorded request %+v, returned %+v, want %+v", stored.Status.Request, first, want)
+	}
+	if stored.Status.Phase != "" {
+		t.Errorf("recording the request made the claim %q; it has not launched", stored.Status.Phase)
+	}
+
+	w.cloud.SetImage("al2023", "ami-second") // a new release behind the alias while down
+	w.l.Launch(ctx, c)                       // c was read before the request was recorded
+	fresh := w.claim(t, "fresh")
+	w.l.Launch(ctx, fresh)
+
+	images := map[string]string{}
+	insts, err := w.cloud.Instances(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		images[in.Tags[v1alpha1.TagClaim]] = in.ImageID
+	}
+	if images["resumed"] != "ami-first" || images["fresh"] != "ami-second" {
+		t.Errorf("instances run images %v, want ami-first for the resumed claim and ami-second for the new one", images)
+	}
+	for name, image := range map[string]string{"resumed": "ami-first", "fresh": "ami-second"} {
+		got, err := w.l.Claims.Fetch(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != v1alpha1.ClaimLaunched || got.Status.Request == nil || got.Status.Request.ImageID != image {
+			t.Errorf("claim %s: phase %q, request %+v; want Launched with image %s recorded", name, got.Status.Phase, got.Status.Request, image)
+		}
+	}
+}
+
+func equalRequests(a, b v1alpha1.LaunchRequest) bool {
+	return a.ImageID == b.ImageID && slices.Equal(a.SubnetIDs, b.SubnetIDs) && slices.Equal(a.SecurityGroupIDs, b.SecurityGroupIDs)
+}
+
+// An account quota refusing a spot launch leaves spot out of plans and plans the claim's pods
+// again at once (onto on-demand, where their pool allows it). An on-demand quota marks nothing:
+// its pods are planned again later on the same capacity type.
+func TestSpotQuotaLeavesSpotOut(t *testing.T) {
+	for _, tt := range []struct {
+		capacityType string
+		wantSpot     bool
+	}{
+		{"spot", false},
+		{"on-demand", true},
+	} {
+		t.Run(tt.capacityType, func(t *testing.T) {
+			w := newLauncherWorld(t)
+			ctx := context.Background()
+			activated := make(chan string, 1)
+			w.l.Activate = func(ps []*corev1.Pod) {
+				for _, p := range ps {
+					activated <- p.Name
+				}
+			}
+			w.cloud.Fail("Launch", &cloud.Error{Kind: cloud.KindQuota, Err: errors.New("an account quota refused the launch")}, 0)
+			c := w.claim(t, "refused")
+			c.Spec.CapacityType = tt.capacityType
+			w.l.Launch(ctx, c)
+			if got := w.phase(t, c.Name); got != v1alpha1.ClaimFailed {
+				t.Fatalf("claim is %q after the quota refused its launch, want Failed", got)
+			}
+			ts, err := w.l.Offerings.Templates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spot := false
+			for _, tm := range ts {
+				spot = spot || tm.Offering.CapacityType == cloud.Spot
+			}
+			if spot != tt.wantSpot {
+				t.Errorf("spot templates offered: %v, want %v", spot, tt.wantSpot)
+			}
+			if tt.capacityType == "spot" {
+				select {
+				case <-activated:
+				case <-time.After(10 * time.Second):
+					t.Error("the spot claim's pod was not planned again at once")
+				}
+			}
+		})
 	}
 }

@@ -271,50 +271,72 @@ func TestInstanceTypesOutageKeepsCatalog(t *testing.T) {
 	checkSettled(t, ns, 2)
 }
 
-// An account quota refusing launches (CreateFleet reporting VcpuLimitExceeded, or
-// MaxSpotInstanceCountExceeded for spot, on every override, as an instant fleet does) is not a
-// lack of capacity in the offerings it names: Tailor must not mark them unavailable and plan the
-// pod again at once on the next offering, and the next, which would walk it through every
-// offering (one CreateFleet each) and leave them all out of plans for minutes after the quota
-// is raised. It retries later instead: a few CreateFleet calls while the quota holds, and once
-// it is lifted the pod gets its node.
+// An account quota refusing launches (CreateFleet reporting VcpuLimitExceeded on every
+// override, as an instant fleet does) is not a lack of capacity in the offerings it names:
+// Tailor must not mark them unavailable and plan the pod again at once on the next offering,
+// and the next, which would walk it through every offering (one CreateFleet each) and leave
+// them all out of plans for minutes after the quota is raised. It retries later instead: a few
+// CreateFleet calls while the quota holds, and once it is lifted the pod gets its node.
 func TestAccountQuotaBacksOff(t *testing.T) {
-	for _, tt := range []struct {
-		name, code string
-		opts       []podOption
-		capacity   string
-	}{
-		{"on-demand vCPU limit", "VcpuLimitExceeded", nil, "on-demand"},
-		{"spot instance limit", "MaxSpotInstanceCountExceeded", []podOption{withToleration("tailor.dev/spot", "true")}, "spot"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			const hold = 20 * time.Second
-			ns := newNamespace(t)
-			world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: tt.code, InFleet: true})
-			t.Cleanup(world.Sim.ClearFaults)
-			calls := world.Sim.Calls("CreateFleet")
-			createDeployment(t, ns, "web", 1, podSpec("500m", "512Mi", tt.opts...))
-			waitFor(t, "the first launch to reach EC2", func() bool { return world.Sim.Calls("CreateFleet") > calls })
-			time.Sleep(hold)
-			during := world.Sim.Calls("CreateFleet") - calls
-			t.Logf("%d CreateFleet calls in the %s the quota held", during, hold)
-			if during > 3 {
-				t.Errorf("%d CreateFleet calls while %s held for %s, want at most 3: the quota was taken for offerings without capacity", during, tt.code, hold)
-			}
-			if live := liveInstances(); len(live) != 0 {
-				t.Errorf("instances launched while the quota held: %v", live)
-			}
-
-			world.Sim.ClearFaults()
-			lifted := time.Now()
-			pods := waitRunning(t, ns, 1)
-			t.Logf("pod running %s after the quota was lifted", time.Since(lifted).Round(time.Second))
-			cls := listClaims(t)
-			if len(cls) != 1 || cls[0].Status.CapacityType != tt.capacity {
-				t.Errorf("claims %v, want one %s claim", claimNames(cls), tt.capacity)
-			}
-			t.Logf("pod on %s after %d CreateFleet calls in all", pods[0].Spec.NodeName, world.Sim.Calls("CreateFleet")-calls)
-			checkSettled(t, ns, 1)
-		})
+	const hold = 20 * time.Second
+	ns := newNamespace(t)
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "VcpuLimitExceeded", InFleet: true})
+	t.Cleanup(world.Sim.ClearFaults)
+	calls := world.Sim.Calls("CreateFleet")
+	createDeployment(t, ns, "web", 1, podSpec("500m", "512Mi"))
+	waitFor(t, "the first launch to reach EC2", func() bool { return world.Sim.Calls("CreateFleet") > calls })
+	time.Sleep(hold)
+	during := world.Sim.Calls("CreateFleet") - calls
+	t.Logf("%d CreateFleet calls in the %s the quota held", during, hold)
+	if during > 3 {
+		t.Errorf("%d CreateFleet calls while VcpuLimitExceeded held for %s, want at most 3: the quota was taken for offerings without capacity", during, hold)
 	}
+	if live := liveInstances(); len(live) != 0 {
+		t.Errorf("instances launched while the quota held: %v", live)
+	}
+
+	world.Sim.ClearFaults()
+	lifted := time.Now()
+	pods := waitRunning(t, ns, 1)
+	t.Logf("pod running %s after the quota was lifted", time.Since(lifted).Round(time.Second))
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].Status.CapacityType != "on-demand" {
+		t.Errorf("claims %v, want one on-demand claim", claimNames(cls))
+	}
+	t.Logf("pod on %s after %d CreateFleet calls in all", pods[0].Spec.NodeName, world.Sim.Calls("CreateFleet")-calls)
+	checkSettled(t, ns, 1)
+}
+
+// The account's spot instance quota is used up (every spot CreateFleet reports
+// MaxSpotInstanceCountExceeded on each override; on-demand launches are not refused). A pod that
+// prefers the spot pool but may run in the on-demand pool does not wait for the quota: spot is
+// left out of plans for a while, after one refused spot launch, and the pod runs on on-demand
+// at once. No offering is walked through: two CreateFleet calls in all.
+func TestSpotQuotaFallsBackToOnDemand(t *testing.T) {
+	// A fresh scheduler before and after: the spot mark must not outlive the test in the
+	// shared one, whose later tests want spot.
+	restartScheduler(t, func(map[string]any) {})
+	ns := newNamespace(t)
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "MaxSpotInstanceCountExceeded", InFleet: true, CapacityType: "spot"})
+	t.Cleanup(world.Sim.ClearFaults)
+	calls := world.Sim.Calls("CreateFleet")
+	earlier := map[string]bool{}
+	for _, in := range liveInstances() {
+		earlier[in.ID] = true
+	}
+	createDeployment(t, ns, "batch", 1, podSpec("500m", "512Mi", withToleration("tailor.dev/spot", "true")))
+	pods := waitRunning(t, ns, 1)
+	node := getNode(t, pods[0].Spec.NodeName)
+	if pool, ct := node.Labels[v1alpha1.LabelPool], node.Labels[v1alpha1.LabelCapacityType]; pool != "general" || ct != "on-demand" {
+		t.Errorf("pod on pool %q capacity %q while the spot quota holds, want the general pool on on-demand", pool, ct)
+	}
+	if got := world.Sim.Calls("CreateFleet") - calls; got != 2 {
+		t.Errorf("%d CreateFleet calls, want 2: one spot launch refused, one on-demand launch", got)
+	}
+	for _, in := range liveInstances() {
+		if in.CapacityType == cloud.Spot && !earlier[in.ID] {
+			t.Errorf("spot instance %s launched while the spot quota held", in.ID)
+		}
+	}
+	checkSettled(t, ns, 1)
 }

@@ -113,14 +113,7 @@ func pollWithin(timeout time.Duration, cond func() bool) bool {
 func TestClaimWithoutPodsIsDropped(t *testing.T) {
 	ns := newNamespace(t)
 	fleets := world.Sim.FleetRequests()
-	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "Unavailable", Latency: time.Hour, Times: 1})
-	t.Cleanup(world.Sim.ClearFaults)
-
-	calls := world.Sim.Calls("CreateFleet")
-	createPod(t, ns, "gone", "1", "2Gi")
-	waitFor(t, "a claim for the pod", func() bool { return len(listClaims(t)) == 1 })
-	waitFor(t, "the launch to reach EC2", func() bool { return world.Sim.Calls("CreateFleet") > calls })
-	stopScheduler() // the crash, with the launch still waiting for EC2
+	crashWithLaunchUnanswered(t, ns, "gone")
 	if err := world.Client.CoreV1().Pods(ns).Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +129,56 @@ func TestClaimWithoutPodsIsDropped(t *testing.T) {
 	}
 }
 
-// The scheduler dies after EC2 launched a claim's instance but before the answer arrived, and
-// while it is down the EKS AMI behind the pool's image alias is released anew. The resumed
-// launch asks with the same client token but another image (so another launch template), and
-// EC2 answers IdempotentParameterMismatch: Tailor adopts the instance the first request
-// launched, found by the claim's tag, instead of failing and launching a second one.
-func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
+// crashWithLaunchUnanswered creates a 1-cpu pod and stops the scheduler (the crash) once its
+// claim's launch reached EC2, which holds the call and never acts on it; it returns the claim.
+func crashWithLaunchUnanswered(t *testing.T, ns, pod string) *v1alpha1.Claim {
+	t.Helper()
+	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "Unavailable", Latency: time.Hour, Times: 1})
+	t.Cleanup(world.Sim.ClearFaults)
+	calls := world.Sim.Calls("CreateFleet")
+	createPod(t, ns, pod, "1", "2Gi")
+	waitFor(t, "a claim for the pod", func() bool { return len(listClaims(t)) == 1 })
+	waitFor(t, "the launch to reach EC2", func() bool { return world.Sim.Calls("CreateFleet") > calls })
+	claim := listClaims(t)[0]
+	stopScheduler()
+	return claim
+}
+
+// The scheduler dies after a claim was recorded, while its launch is on its way to EC2, which
+// never acts on it; the pod still waits. After the restart the claim is resumed with its recorded
+// request and client token: one claim, one instance, one fleet, the pod on the claim's node.
+func TestCrashAfterClaimBeforeLaunchResumes(t *testing.T) {
 	ns := newNamespace(t)
 	fleets := world.Sim.FleetRequests()
+	recorded := crashWithLaunchUnanswered(t, ns, "waits")
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+
+	pods := waitRunning(t, ns, 1)
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].UID != recorded.UID || cls[0].Status.NodeName != pods[0].Spec.NodeName {
+		t.Fatalf("claims %v; pod on %s, want it on the first claim %s's node", claimNames(cls), pods[0].Spec.NodeName, recorded.Name)
+	}
+	if r, first := cls[0].Status.Request, recorded.Status.Request; r == nil || first == nil || r.ImageID != first.ImageID {
+		t.Errorf("claim's request %+v after the restart, %+v before it: want the request recorded before the first attempt, kept", r, first)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1", got)
+	}
+	checkSettled(t, ns, 1)
+}
+
+// The scheduler dies after EC2 launched a claim's instance but before the answer arrived, and
+// while it is down the EKS AMI behind the pool's image alias is released anew. The resumed
+// launch sends the request recorded on the claim before the first attempt, with the first
+// image, and EC2 answers the same client token with the first instance: no second instance, and
+// no IdempotentParameterMismatch (which the provider would answer by adopting the instance
+// tagged with the claim; TestLaunchAdoptsAfterParameterMismatch covers that fallback).
+func TestResumeAfterImageReleaseSendsFirstRequest(t *testing.T) {
+	ns := newNamespace(t)
+	fleets := world.Sim.FleetRequests()
+	mismatches := world.Sim.Refusals("IdempotentParameterMismatch")
 	claim, inst := launchWithAnswerLost(t, ns, "adopted")
 	first := inst.ImageID
 	var param string
@@ -179,9 +214,15 @@ func TestResumeAfterImageReleaseAdoptsInstance(t *testing.T) {
 	if got := world.Sim.FleetRequests() - fleets; got != 1 {
 		t.Errorf("EC2 launched %d fleets, want 1", got)
 	}
+	if got := world.Sim.Refusals("IdempotentParameterMismatch") - mismatches; got != 0 {
+		t.Errorf("EC2 refused %d requests with IdempotentParameterMismatch, want none: the resumed launch must send the first request", got)
+	}
 	cls := listClaims(t)
 	if len(cls) != 1 || cls[0].Name != claim || cls[0].Status.NodeName != pods[0].Spec.NodeName {
-		t.Errorf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
+		t.Fatalf("claims %v; pod on %s, want it on claim %s's node", claimNames(cls), pods[0].Spec.NodeName, claim)
+	}
+	if r := cls[0].Status.Request; r == nil || r.ImageID != first {
+		t.Errorf("claim %s records request %+v, want image %s", claim, r, first)
 	}
 }
 

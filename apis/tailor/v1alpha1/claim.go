@@ -99,8 +99,23 @@ type ClaimStatus struct {
 	// Tailor's or the node lifecycle's). A node not initialized within registrationTimeout of
 	// its launch is given up: terminated, and its pods planned again.
 	InitializedAt *metav1.Time `json:"initializedAt,omitempty"`
+	// Request is the launch request as resolved for the first attempt, recorded before it was
+	// sent: every later attempt (a retry, or a resume after a crash) sends exactly this, so
+	// EC2 answers it with the first attempt's instance even when the pool's image alias, subnets
+	// or security groups resolve differently by then.
+	Request *LaunchRequest `json:"request,omitempty"`
 	// Message explains the phase, e.g. why a launch failed.
 	Message string `json:"message,omitempty"`
+}
+
+// LaunchRequest is what a claim's launch resolved from its pool: the AMI and the network.
+type LaunchRequest struct {
+	// ImageID is the AMI the pool's image (an ID or an alias such as al2023) resolved to.
+	ImageID string `json:"imageID"`
+	// SubnetIDs are the pool's subnets in the claim's zone.
+	SubnetIDs []string `json:"subnetIDs"`
+	// SecurityGroupIDs are the pool's security groups.
+	SecurityGroupIDs []string `json:"securityGroupIDs"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

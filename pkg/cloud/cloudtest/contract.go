@@ -6,6 +6,7 @@ package cloudtest
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -84,6 +85,29 @@ func Contract(t *testing.T, newEnv func(t *testing.T) Env) {
 			if in.ID == res.Instance.ID && in.State != cloud.StateShuttingDown && in.State != cloud.StateTerminated {
 				t.Errorf("terminated instance listed as %s", in.State)
 			}
+		}
+	})
+	t.Run("a launch runs the image resolved for it earlier", func(t *testing.T) {
+		e := newEnv(t)
+		req := e.Request
+		var names []string
+		for _, o := range req.Overrides {
+			names = append(names, o.InstanceType)
+		}
+		id, err := e.Provider.ResolveImage(ctx, req.Image, names)
+		if err != nil || !strings.HasPrefix(id, "ami-") {
+			t.Fatalf("ResolveImage(%q): %q, %v; want an AMI ID", req.Image, id, err)
+		}
+		if again, err := e.Provider.ResolveImage(ctx, id, names); err != nil || again != id {
+			t.Errorf("ResolveImage(%q): %q, %v; an AMI ID resolves to itself", id, again, err)
+		}
+		if _, err := e.Provider.ResolveImage(ctx, req.Image, nil); err == nil {
+			t.Error("ResolveImage without instance types: no error")
+		}
+		req.ClientToken, req.ImageID = "contract-image", id
+		res, err := e.Provider.Launch(ctx, req)
+		if err != nil || res.Instance == nil || res.Instance.ImageID != id {
+			t.Fatalf("launch with image ID %s: %+v, %v", id, res, err)
 		}
 	})
 	t.Run("a launch without overrides is an error", func(t *testing.T) {

@@ -47,21 +47,28 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	if req.CapacityType != cloud.OnDemand && req.CapacityType != cloud.Spot {
 		return nil, fmt.Errorf("ec2: launch: unknown capacity type %q", req.CapacityType)
 	}
-	var types []cloud.InstanceType
-	for _, o := range req.Overrides {
+	names := make([]string, len(req.Overrides))
+	for i, o := range req.Overrides {
 		if o.InstanceType == "" || o.SubnetID == "" {
 			return nil, fmt.Errorf("ec2: launch: override %+v lacks an instance type or subnet", o)
 		}
-		it, ok, err := p.instanceType(ctx, o.InstanceType)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("ec2: launch: instance type %s is not offered in this region", o.InstanceType)
-		}
-		types = append(types, it)
+		names[i] = o.InstanceType
 	}
-	imageID, family, err := p.resolveImage(ctx, req.Image, types)
+	types, err := p.launchTypes(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var imageID, family string
+	if req.ImageID != "" {
+		// Resolved for an earlier attempt of this launch (see cloud.LaunchRequest): no lookup.
+		if !strings.HasPrefix(req.ImageID, "ami-") {
+			return nil, fmt.Errorf("ec2: launch: image ID %q is no AMI ID (ami-…)", req.ImageID)
+		}
+		imageID = req.ImageID
+		family, err = imageFamily(req.Image)
+	} else {
+		imageID, family, err = p.resolveImage(ctx, req.Image, types)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -469,14 +476,55 @@ func blockDevices(family string) []ec2types.LaunchTemplateBlockDeviceMappingRequ
 	return nil
 }
 
+// ResolveImage returns the AMI a launch of the instance types would use now (see Launch).
+func (p *Provider) ResolveImage(ctx context.Context, image string, instanceTypes []string) (string, error) {
+	if len(instanceTypes) == 0 {
+		return "", errors.New("ec2: resolving image: no instance types")
+	}
+	types, err := p.launchTypes(ctx, instanceTypes)
+	if err != nil {
+		return "", err
+	}
+	id, _, err := p.resolveImage(ctx, image, types)
+	return id, classify(err)
+}
+
+// launchTypes looks the named types up in the catalog.
+func (p *Provider) launchTypes(ctx context.Context, names []string) ([]cloud.InstanceType, error) {
+	types := make([]cloud.InstanceType, 0, len(names))
+	for _, name := range names {
+		it, ok, err := p.instanceType(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("ec2: launch: instance type %s is not offered in this region", name)
+		}
+		types = append(types, it)
+	}
+	return types, nil
+}
+
+// imageFamily is how nodes of the image bootstrap: an alias names its family; an explicit AMI
+// is taken to bootstrap with nodeadm like AL2023.
+func imageFamily(image string) (string, error) {
+	if strings.HasPrefix(image, "ami-") {
+		return familyAL2023, nil
+	}
+	family := strings.ToLower(image)
+	if family != familyAL2023 && family != familyBottlerocket {
+		return "", fmt.Errorf("ec2: launch: image %q is neither an AMI ID (ami-…) nor an alias (al2023, bottlerocket)", image)
+	}
+	return family, nil
+}
+
 // resolveImage returns the AMI and bootstrap family for a launch (see Launch).
 func (p *Provider) resolveImage(ctx context.Context, image string, types []cloud.InstanceType) (id, family string, err error) {
-	if strings.HasPrefix(image, "ami-") {
-		return image, familyAL2023, nil
+	if family, err = imageFamily(image); err != nil {
+		return "", "", err
 	}
-	family = strings.ToLower(image)
-	if family != familyAL2023 && family != familyBottlerocket {
-		return "", "", fmt.Errorf("ec2: launch: image %q is neither an AMI ID (ami-…) nor an alias (al2023, bottlerocket)", image)
+	if strings.HasPrefix(image, "ami-") {
+		return image, family, nil
 	}
 	if p.opts.KubernetesVersion == "" {
 		return "", "", fmt.Errorf("ec2: launch: image alias %s needs Options.KubernetesVersion", image)

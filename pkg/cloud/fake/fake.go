@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type Provider struct {
 	templates []cloud.LaunchTemplate
 	failures  []failure
 	capacity  map[string]int // "type/zone/capacity-type" → instances left; absent means unbounded
+	images    map[string]string
 	launches  int
 	next      int
 	now       func() time.Time
@@ -43,7 +45,7 @@ var _ cloud.Provider = (*Provider)(nil)
 
 // New returns a fake offering the given types in the subnets' zones, with the security groups.
 func New(types []cloud.InstanceType, subnets []cloud.Subnet, securityGroups []string) *Provider {
-	return &Provider{types: types, subnets: subnets, groups: securityGroups, byToken: map[string]*cloud.Instance{}, capacity: map[string]int{}, now: time.Now}
+	return &Provider{types: types, subnets: subnets, groups: securityGroups, byToken: map[string]*cloud.Instance{}, capacity: map[string]int{}, images: map[string]string{}, now: time.Now}
 }
 
 // Fail makes the next times calls of method (Launch, InstanceTypes, Instances, Terminate, ...)
@@ -155,6 +157,38 @@ func (p *Provider) SecurityGroups(_ context.Context, sel cloud.Selector) ([]stri
 	return out, nil
 }
 
+// SetImage makes an image alias (al2023, bottlerocket) resolve to the AMI, as a new release
+// behind an SSM parameter would; an alias never set resolves to ami-fake.
+func (p *Provider) SetImage(alias, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.images[alias] = id
+}
+
+// ResolveImage implements cloud.Provider: an AMI ID is itself, an alias what SetImage made it.
+func (p *Provider) ResolveImage(_ context.Context, image string, instanceTypes []string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.failing("ResolveImage"); err != nil {
+		return "", err
+	}
+	if len(instanceTypes) == 0 {
+		return "", errors.New("fake: resolving image: no instance types")
+	}
+	return p.resolve(image), nil
+}
+
+// resolve is ResolveImage's answer. Callers hold mu.
+func (p *Provider) resolve(image string) string {
+	if strings.HasPrefix(image, "ami-") {
+		return image
+	}
+	if id, ok := p.images[image]; ok {
+		return id
+	}
+	return "ami-fake"
+}
+
 // Launch implements cloud.Provider: the first override with capacity gets a running instance;
 // a client token seen before returns that launch's instance and creates nothing.
 func (p *Provider) Launch(_ context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
@@ -189,9 +223,13 @@ func (p *Provider) Launch(_ context.Context, req cloud.LaunchRequest) (*cloud.La
 		} else if bounded {
 			p.capacity[key] = left - 1
 		}
+		image := req.ImageID
+		if image == "" {
+			image = p.resolve(req.Image)
+		}
 		p.next++
 		in := &cloud.Instance{
-			ID: fmt.Sprintf("i-%017x", p.next), Type: o.InstanceType, Zone: sub.Zone, SubnetID: sub.ID, ImageID: "ami-fake",
+			ID: fmt.Sprintf("i-%017x", p.next), Type: o.InstanceType, Zone: sub.Zone, SubnetID: sub.ID, ImageID: image,
 			PrivateDNSName: fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", p.next/250, p.next%250+1), PrivateIP: fmt.Sprintf("10.0.%d.%d", p.next/250, p.next%250+1),
 			State: cloud.StateRunning, CapacityType: req.CapacityType, LaunchTime: p.now(), Tags: maps.Clone(req.Tags),
 		}

@@ -75,7 +75,7 @@ func (s *Sim) record(action string, params url.Values) *Fault {
 		rec = slices.Delete(rec, 0, 1)
 	}
 	s.requests[action] = append(rec, params)
-	return s.takeFault(action)
+	return s.takeFault(action, params)
 }
 
 // ServeHTTP answers EC2 Query protocol requests, SSM, Pricing and SQS JSON requests
@@ -183,6 +183,7 @@ func sleep(r *http.Request, d time.Duration) bool {
 func (s *Sim) writeError(w http.ResponseWriter, action string, e *apiError, begin time.Time) {
 	s.mu.Lock()
 	reqID := s.newRequestID()
+	s.refusals[e.code]++
 	s.mu.Unlock()
 	body := encodeError(e.code, e.message, reqID)
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")

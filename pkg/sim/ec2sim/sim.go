@@ -174,7 +174,9 @@ type Sim struct {
 	fleetTokens   map[string]*fleetRecord
 	fleetsCreated int
 	calls         map[string]int
-	requests      map[string][]url.Values
+	// refusals counts the error answers by error code (see Refusals).
+	refusals map[string]int
+	requests map[string][]url.Values
 	// active and mostActive count the requests of each action being answered now, and the
 	// most at once (see MostConcurrent).
 	active, mostActive map[string]int
@@ -207,6 +209,7 @@ func New(opts Options) *Sim {
 		instanceByID: map[string]*instance{},
 		fleetTokens:  map[string]*fleetRecord{},
 		calls:        map[string]int{},
+		refusals:     map[string]int{},
 		active:       map[string]int{},
 		mostActive:   map[string]int{},
 		requests:     map[string][]url.Values{},
@@ -545,6 +548,10 @@ type Fault struct {
 	// launched, the way an instant fleet reports VcpuLimitExceeded or
 	// MaxSpotInstanceCountExceeded. Other actions ignore it.
 	InFleet bool
+	// CapacityType, for CreateFleet, limits the fault to fleets of that default target capacity
+	// type (spot or on-demand), as a spot instance quota refuses only spot launches. Other
+	// actions never match a fault that sets it.
+	CapacityType string
 }
 
 // SetPendingFor changes how long instances launched from now on stay pending (Immediately, or a
@@ -596,9 +603,12 @@ func (s *Sim) ClearFaults() {
 }
 
 // takeFault returns the fault for a request to action, using it once. Callers hold s.mu.
-func (s *Sim) takeFault(action string) *Fault {
+func (s *Sim) takeFault(action string, params url.Values) *Fault {
 	for i, f := range s.faults {
 		if f.Action != "" && f.Action != "*" && f.Action != action {
+			continue
+		}
+		if f.CapacityType != "" && (action != "CreateFleet" || params.Get("TargetCapacitySpecification.DefaultTargetCapacityType") != f.CapacityType) {
 			continue
 		}
 		f.used++
@@ -629,6 +639,14 @@ func (s *Sim) Calls(action string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[action]
+}
+
+// Refusals returns how many requests the simulator answered with the error code (of every
+// action, faults included), such as IdempotentParameterMismatch.
+func (s *Sim) Refusals(code string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refusals[code]
 }
 
 // MostConcurrent returns the most requests of the action (EC2 Query actions) that were being
