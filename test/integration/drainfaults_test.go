@@ -54,14 +54,58 @@ func refuseEvictions(t *testing.T, ns string) {
 	t.Cleanup(func() { _ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
 }
 
-// A drain meets two faults. Its evictions are answered 403 Forbidden (not a PodDisruptionBudget's
-// 429): Tailor keeps asking and never deletes the pod around the API. Then a bare pod, which
-// nothing would recreate, is bound straight to the cordoned node before it is terminated: the
-// drain is rolled back. Both pods keep running where they were, and both nodes stay.
+// failEvictions makes the API server answer every eviction in ns 500 Internal Error, until the
+// test ends: a validating webhook on pods/eviction that cannot be reached (a closed loopback
+// port) with failurePolicy Fail, as a policy engine that is down leaves it.
+func failEvictions(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
+	url := "https://127.0.0.1:1/validate" // port 1: nothing listens
+	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "fail-evictions-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "evictions.fail.test",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/eviction"}},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		}},
+	}
+	api := world.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if _, err := api.Create(ctx, hook, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Delete(ctx, hook.Name, metav1.DeleteOptions{}) })
+}
+
+// A drain meets two faults. Its evictions are answered 403 Forbidden (a policy) or 500 Internal
+// Error (a policy webhook that is down), not a PodDisruptionBudget's 429: Tailor keeps asking and
+// never deletes the pod around the API. Then a bare pod, which nothing would recreate, is bound
+// straight to the cordoned node before it is terminated: the drain is rolled back. Both pods
+// keep running where they were, and both nodes stay.
 func TestEvictionRefusedThenBlockingPodRollsBackDrain(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refuse  func(*testing.T, string)
+		refused func(error) bool
+	}{
+		{"403 from a policy", refuseEvictions, apierrors.IsForbidden},
+		{"500 from a webhook that is down", failEvictions, apierrors.IsInternalError},
+	} {
+		t.Run(tt.name, func(t *testing.T) { drainMeetsRefusalThenBlockingPod(t, tt.refuse, tt.refused) })
+	}
+}
+
+func drainMeetsRefusalThenBlockingPod(t *testing.T, refuse func(*testing.T, string), refused func(error) bool) {
 	consolidating(t, "")
 	ns := newNamespace(t)
-	refuseEvictions(t, ns)
+	refuse(t, ns)
 	twoHalfEmptyNodes(t, ns, nil)
 	before := map[string]string{} // pod name → UID
 	for _, p := range runningPods(t, ns) {
@@ -73,7 +117,7 @@ func TestEvictionRefusedThenBlockingPodRollsBackDrain(t *testing.T) {
 	waitFor(t, "evictions refused", func() bool {
 		err := world.Client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anyPod.Name}, DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}})
-		return apierrors.IsForbidden(err)
+		return refused(err)
 	})
 
 	var draining string

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,14 +20,17 @@ const (
 	sdkAttempts = 3
 )
 
-// EC2 throttles CreateFleet while a burst of pods waits for nodes (30 anti-affine pods, so 30
-// claims at once, and the first 30 CreateFleet calls answered RequestLimitExceeded, slowly).
-// Tailor keeps at most 8 launches in flight, backs off, and every pod ends Running on its own
-// node: one instance per claim, none without a claim, and the calls EC2 saw bounded by the
-// throttled ones plus one per node and a little slack (a launch loop would be in the hundreds).
+// EC2 throttles CreateFleet while 200 pods wait for nodes: five Deployments of 40 replicas, each
+// anti-affine within itself, so at least 40 nodes and claims, planned in waves as the ReplicaSets
+// create their pods; the first 30 CreateFleet calls are answered RequestLimitExceeded, slowly.
+// Tailor keeps at most 8 launches in flight, backs off, and every pod ends Running, no two of a
+// Deployment on one node: one instance per claim, none without a claim, and the calls EC2 saw
+// bounded by the throttled ones plus one per claim and a little slack (a launch loop would be in
+// the hundreds).
 func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 	const (
-		replicas  = 30
+		apps      = 5
+		replicas  = 40
 		throttled = 30
 	)
 	ns := newNamespace(t)
@@ -35,12 +39,15 @@ func TestThrottledBurstLaunchesEveryPodOnce(t *testing.T) {
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "RequestLimitExceeded", Latency: 200 * time.Millisecond, Times: throttled})
 	t.Cleanup(world.Sim.ClearFaults)
 
-	createBurst(t, ns, replicas)
-	checkBurstSettled(t, ns, replicas)
+	for i := range apps {
+		createBurst(t, ns, fmt.Sprintf("burst-%d", i), replicas)
+	}
+	nodes := checkBurstSettled(t, ns, apps*replicas)
 	got := world.Sim.Calls("CreateFleet") - calls
-	t.Logf("CreateFleet: %d calls (%d throttled), at most %d at once", got, throttled, world.Sim.MostConcurrent("CreateFleet"))
-	if limit := throttled + replicas + 10; got > limit {
-		t.Errorf("%d CreateFleet calls, want at most %d", got, limit)
+	claims := len(listClaims(t))
+	t.Logf("%d pods on %d nodes of %d claims; CreateFleet: %d calls (%d throttled), at most %d at once", apps*replicas, nodes, claims, got, throttled, world.Sim.MostConcurrent("CreateFleet"))
+	if limit := throttled + claims + 10; got > limit {
+		t.Errorf("%d CreateFleet calls, want at most %d (%d throttled, one per claim, 10 to spare)", got, limit, throttled)
 	}
 	if most := world.Sim.MostConcurrent("CreateFleet"); most > inFlight {
 		t.Errorf("%d CreateFleet calls at once, want at most %d", most, inFlight)
@@ -70,7 +77,7 @@ func TestCreateFleetOutageBacksOff(t *testing.T) {
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "InternalError"})
 	t.Cleanup(world.Sim.ClearFaults)
 	start := time.Now()
-	createBurst(t, ns, replicas)
+	createBurst(t, ns, "burst", replicas)
 	time.Sleep(time.Until(start.Add(outage)))
 	during := world.Sim.Calls("CreateFleet") - before
 	world.Sim.ClearFaults()
@@ -85,7 +92,9 @@ func TestCreateFleetOutageBacksOff(t *testing.T) {
 	if got := world.Sim.FleetRequests() - fleets; got != 0 {
 		t.Errorf("%d fleets created during the outage, want none", got)
 	}
-	checkBurstSettled(t, ns, replicas)
+	if nodes := checkBurstSettled(t, ns, replicas); nodes != replicas {
+		t.Errorf("%d anti-affine pods on %d nodes", replicas, nodes)
+	}
 	after := world.Sim.Calls("CreateFleet") - before - during
 	t.Logf("CreateFleet: %d calls after the outage", after)
 	if after > replicas+inFlight {
@@ -113,7 +122,7 @@ func TestSlowCreateFleetLaunchesOnce(t *testing.T) {
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, AfterEffect: true, Times: 1})
 	world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Latency: latency, Times: 1})
 	t.Cleanup(world.Sim.ClearFaults)
-	createBurst(t, ns, 2)
+	createBurst(t, ns, "burst", 2)
 	waitFor(t, "both launches to reach EC2", func() bool { return world.Sim.Calls("CreateFleet")-before == 2 })
 	sent := time.Now()
 	if got := world.Sim.FleetRequests() - fleets; got != 1 {
@@ -139,7 +148,9 @@ func TestSlowCreateFleetLaunchesOnce(t *testing.T) {
 	}
 	t.Logf("both claims launched %s after their calls went out", time.Since(sent).Round(time.Second))
 
-	checkBurstSettled(t, ns, 2)
+	if nodes := checkBurstSettled(t, ns, 2); nodes != 2 {
+		t.Errorf("2 anti-affine pods on %d nodes", nodes)
+	}
 	if got := world.Sim.FleetRequests() - fleets; got != 2 {
 		t.Errorf("EC2 launched %d fleets, want 2", got)
 	}
@@ -158,32 +169,39 @@ func TestSlowCreateFleetLaunchesOnce(t *testing.T) {
 	}
 }
 
-// createBurst creates a Deployment "burst" of replicas small pods with hostname anti-affinity:
-// each needs a node, and so a claim, of its own.
-func createBurst(t *testing.T, ns string, replicas int32) {
+// createBurst creates a Deployment of replicas small pods (250m, 256Mi) with hostname
+// anti-affinity among themselves: each needs a node of its own.
+func createBurst(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	spec := podSpec("250m", "256Mi")
 	spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "burst"}},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			TopologyKey:   corev1.LabelHostname,
 		}},
 	}}
-	createDeployment(t, ns, "burst", replicas, spec)
+	createDeployment(t, ns, name, replicas, spec)
 }
 
-// checkBurstSettled waits until the burst's replicas pods all run and fails unless each runs on
-// a node of its own, every claim with a live instance has exactly one and replicas claims have
-// one, and nothing leaked (checkSettled).
-func checkBurstSettled(t *testing.T, ns string, replicas int) {
+// checkBurstSettled waits until the namespace's pods pods (of createBurst's Deployments) all run
+// and fails unless no two of a Deployment share a node, every claim with a live instance has
+// exactly one and every node the pods run on is a claim's, and nothing leaked (checkSettled).
+// It returns how many nodes the pods run on.
+func checkBurstSettled(t *testing.T, ns string, pods int) int {
 	t.Helper()
-	waitForWithin(t, "every pod Running", 4*time.Minute, func() bool { return len(runningPods(t, ns)) == replicas })
+	waitForWithin(t, "every pod Running", 4*time.Minute, func() bool { return len(runningPods(t, ns)) == pods })
 	nodes := map[string]bool{}
+	apps := map[string]map[string]string{} // app → node → pod
 	for _, p := range runningPods(t, ns) {
 		nodes[p.Spec.NodeName] = true
-	}
-	if len(nodes) != replicas {
-		t.Errorf("%d anti-affine pods on %d nodes", replicas, len(nodes))
+		app := p.Labels["app"]
+		if apps[app] == nil {
+			apps[app] = map[string]string{}
+		}
+		if other, ok := apps[app][p.Spec.NodeName]; ok {
+			t.Errorf("pods %s and %s of %s, anti-affine, share node %s", other, p.Name, app, p.Spec.NodeName)
+		}
+		apps[app][p.Spec.NodeName] = p.Name
 	}
 	claims := map[string]bool{}
 	for _, c := range listClaims(t) {
@@ -205,8 +223,9 @@ func checkBurstSettled(t *testing.T, ns string, replicas int) {
 			t.Errorf("claim %s has %d instances", c, n)
 		}
 	}
-	if len(perClaim) != replicas {
-		t.Errorf("%d claims with an instance, want %d", len(perClaim), replicas)
+	if len(perClaim) < len(nodes) {
+		t.Errorf("%d claims with an instance for pods on %d nodes", len(perClaim), len(nodes))
 	}
-	checkSettled(t, ns, replicas)
+	checkSettled(t, ns, pods)
+	return len(nodes)
 }
