@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -308,4 +309,45 @@ func leaseHolder(t *testing.T, name string) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+// denyCreates makes the API server answer 403 Forbidden to every create of the rule's resources
+// (in the namespaces the selector picks, or all), through a ValidatingAdmissionPolicy, as a
+// policy engine would, until the returned func is called or the test ends. It returns once the
+// policy is in force.
+func denyCreates(t *testing.T, name string, rule admissionregistrationv1.Rule, namespaces *metav1.LabelSelector, message string) (remove func()) {
+	t.Helper()
+	ctx := context.Background()
+	fail, forbidden := admissionregistrationv1.Fail, metav1.StatusReasonForbidden
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: rule},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: message, Reason: &forbidden}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: namespaces},
+		},
+	}
+	api := world.Client.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	remove = func() {
+		_ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = api.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	t.Cleanup(remove)
+	return remove
 }

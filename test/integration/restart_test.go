@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -127,6 +130,55 @@ func TestClaimWithoutPodsIsDropped(t *testing.T) {
 	if live := liveInstances(); len(live) != 0 {
 		t.Errorf("instances launched for a claim without pods: %v", live)
 	}
+}
+
+// The scheduler dies after it planned a pod's node but before the claim was recorded: an
+// admission policy refuses every claim, so the plan never becomes one, and no launch is made
+// without a claim. The restarted scheduler plans the pod again: one claim, one fleet, the pod
+// on the claim's node.
+func TestCrashBeforeClaimRecorded(t *testing.T) {
+	ns := newNamespace(t)
+	fleets, calls := world.Sim.FleetRequests(), world.Sim.Calls("CreateFleet")
+	allow := refuseClaims(t)
+	createPod(t, ns, "planned", "1", "2Gi")
+	waitEvent(t, ns, "planned", "ProvisioningFailed") // planned, and the claim refused
+	stopScheduler()                                   // the crash
+	if got := world.Sim.Calls("CreateFleet") - calls; got != 0 {
+		t.Errorf("%d CreateFleet calls without a claim, want none", got)
+	}
+	allow()
+	if err := startScheduler(); err != nil {
+		t.Fatalf("restarting the scheduler: %v", err)
+	}
+	pods := waitRunning(t, ns, 1)
+	cls := listClaims(t)
+	if len(cls) != 1 || cls[0].Status.NodeName != pods[0].Spec.NodeName {
+		t.Errorf("claims %v; pod on %s, want one claim, the pod on its node", claimNames(cls), pods[0].Spec.NodeName)
+	}
+	if got := world.Sim.FleetRequests() - fleets; got != 1 {
+		t.Errorf("EC2 launched %d fleets, want 1", got)
+	}
+	checkSettled(t, ns, 1)
+}
+
+// refuseClaims makes the API server refuse to create claims until the returned func is called,
+// or the test ends.
+func refuseClaims(t *testing.T) (allow func()) {
+	t.Helper()
+	allow = denyCreates(t, "refuse-claims", admissionregistrationv1.Rule{APIGroups: []string{v1alpha1.Group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"claims"}},
+		nil, "claims are refused")
+	// The policy is in force once a dry-run claim is refused.
+	dc := dynamic.NewForConfigOrDie(world.CP.Config)
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "Claim",
+		"metadata": map[string]any{"name": "probe"},
+		"spec":     map[string]any{"pool": "general", "capacityType": "on-demand", "zone": "z", "instanceTypes": []any{"m5.large"}},
+	}}
+	waitFor(t, "claims refused", func() bool {
+		_, err := dc.Resource(v1alpha1.ClaimResource).Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err)
+	})
+	return allow
 }
 
 // crashWithLaunchUnanswered creates a 1-cpu pod and stops the scheduler (the crash) once its
