@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -70,12 +71,17 @@ func twoHalfEmptyNodes(t *testing.T, ns string, bAnnotations map[string]string) 
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := world.Client.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+	// The deployment controller writes the Deployment too (its status): scale the newest one.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := world.Client.AppsV1().Deployments(ns).GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = world.Client.AppsV1().Deployments(ns).UpdateScale(ctx, name, s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = replicas
-	if _, err := world.Client.AppsV1().Deployments(ns).UpdateScale(ctx, name, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -191,7 +192,8 @@ func startScheduler() error {
 // and brings the shared configuration back afterwards.
 func restartScheduler(t *testing.T, mutate func(args map[string]any)) {
 	t.Helper()
-	path, err := world.WriteSchedulerConfig(t.Name()+".yaml", false, func(args map[string]any) {
+	// A subtest's name has a slash: the file is named for the whole path, flattened.
+	path, err := world.WriteSchedulerConfig(strings.ReplaceAll(t.Name(), "/", "_")+".yaml", false, func(args map[string]any) {
 		quietConsolidation(args)
 		mutate(args)
 	})

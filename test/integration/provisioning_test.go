@@ -164,7 +164,7 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	world.Sim.SetCapacity(cheapest, "", "", 0)
 	t.Cleanup(func() { world.Sim.SetCapacity(cheapest, "", "", -1) })
 
-	before := len(world.Sim.Requests("CreateFleet"))
+	before := world.Sim.Calls("CreateFleet")
 	createPod(t, ns, "fallback", "1", "2Gi")
 	pods := waitRunning(t, ns, 1)
 	node := getNode(t, pods[0].Spec.NodeName)
@@ -173,8 +173,9 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	}
 	// Tailor did ask for the cheapest type (and EC2 refused it): the fallback was exercised.
 	asked := false
+	// The simulator keeps only the newest requests: this test's are the last ones.
 	reqs := world.Sim.Requests("CreateFleet")
-	for _, r := range reqs[min(before, len(reqs)):] {
+	for _, r := range reqs[max(0, len(reqs)-(world.Sim.Calls("CreateFleet")-before)):] {
 		for k, v := range r {
 			if strings.HasSuffix(k, ".InstanceType") && len(v) > 0 && v[0] == cheapest {
 				asked = true
