@@ -109,7 +109,10 @@ type typeEntry struct {
 // loadTypes lists the launchable types and their zones, sorted by name.
 func (p *Provider) loadTypes(ctx context.Context) ([]typeEntry, error) {
 	var infos []ec2types.InstanceTypeInfo
-	typesPager := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)})
+	// Every paginator of the provider stops when a page repeats the token it was asked with:
+	// the SDK's default asks for the same page again, until the context ends.
+	typesPager := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)},
+		func(o *ec2.DescribeInstanceTypesPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for typesPager.HasMorePages() {
 		page, err := typesPager.NextPage(ctx)
 		if err != nil {
@@ -121,7 +124,7 @@ func (p *Provider) loadTypes(ctx context.Context) ([]typeEntry, error) {
 	zones := map[string][]string{}
 	offPager := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, &ec2.DescribeInstanceTypeOfferingsInput{
 		LocationType: ec2types.LocationTypeAvailabilityZone, MaxResults: aws.Int32(1000),
-	})
+	}, func(o *ec2.DescribeInstanceTypeOfferingsPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for offPager.HasMorePages() {
 		page, err := offPager.NextPage(ctx)
 		if err != nil {

@@ -250,7 +250,7 @@ func (p *Provider) fetchSpotPrices(ctx context.Context, now time.Time) (map[stri
 		ProductDescriptions: []string{spotProduct},
 		StartTime:           aws.Time(now),
 		MaxResults:          aws.Int32(1000),
-	})
+	}, func(o *ec2.DescribeSpotPriceHistoryPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

@@ -258,7 +258,8 @@ func (p *Provider) Subnets(ctx context.Context, sel cloud.Selector) ([]cloud.Sub
 // describeSubnets lists subnets and remembers their zones; errors are the SDK's, unwrapped.
 func (p *Provider) describeSubnets(ctx context.Context, ids []string, filters []ec2types.Filter) ([]cloud.Subnet, error) {
 	var out []cloud.Subnet
-	pager := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: ids, Filters: filters})
+	pager := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: ids, Filters: filters},
+		func(o *ec2.DescribeSubnetsPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -286,7 +287,8 @@ func (p *Provider) SecurityGroups(ctx context.Context, sel cloud.Selector) ([]st
 		return nil, err
 	}
 	var out []string
-	pager := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids, Filters: filters})
+	pager := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids, Filters: filters},
+		func(o *ec2.DescribeSecurityGroupsPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
@@ -311,7 +313,7 @@ func (p *Provider) Instances(ctx context.Context, tags map[string]string) ([]clo
 
 func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]cloud.Instance, error) {
 	var out []cloud.Instance
-	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in, func(o *ec2.DescribeInstancesPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,4 +152,75 @@ func FuzzProviderReplies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// counting counts the requests of each action it passes on.
+type counting struct {
+	next  http.Handler
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *counting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if v, err := url.ParseQuery(string(b)); err == nil {
+		c.mu.Lock()
+		c.calls[v.Get("Action")]++
+		c.mu.Unlock()
+	}
+	c.next.ServeHTTP(w, r)
+}
+
+// A page that hands back the very token it was asked with ends the pagination: the SDK's
+// paginators would otherwise ask for that page again until the context ends (FuzzProviderReplies
+// found it).
+func TestPaginationStopsOnRepeatedToken(t *testing.T) {
+	sim := ec2sim.New(ec2sim.Options{ClusterName: cluster})
+	for _, tt := range []struct {
+		action, set string
+		call        func(context.Context, *Provider) error
+	}{
+		{"DescribeInstanceTypes", "instanceTypeSet", func(ctx context.Context, p *Provider) error { _, err := p.InstanceTypes(ctx); return err }},
+		{"DescribeInstanceTypeOfferings", "instanceTypeOfferingSet", func(ctx context.Context, p *Provider) error { _, err := p.InstanceTypes(ctx); return err }},
+		{"DescribeSpotPriceHistory", "spotPriceHistorySet", func(ctx context.Context, p *Provider) error { _, err := p.InstanceTypes(ctx); return err }},
+		{"DescribeSubnets", "subnetSet", func(ctx context.Context, p *Provider) error {
+			_, err := p.Subnets(ctx, cloud.Selector{Tags: map[string]string{"kubernetes.io/cluster/" + cluster: "owned"}})
+			return err
+		}},
+		{"DescribeSecurityGroups", "securityGroupInfo", func(ctx context.Context, p *Provider) error {
+			_, err := p.SecurityGroups(ctx, cloud.Selector{Tags: map[string]string{"kubernetes.io/cluster/" + cluster: "owned"}})
+			return err
+		}},
+		{"DescribeInstances", "reservationSet", func(ctx context.Context, p *Provider) error {
+			_, err := p.Instances(ctx, map[string]string{"tailor.dev/claim": "x"})
+			return err
+		}},
+		{"DescribeLaunchTemplates", "launchTemplates", func(ctx context.Context, p *Provider) error {
+			_, err := p.LaunchTemplates(ctx, map[string]string{"tailor.dev/pool": "*"})
+			return err
+		}},
+	} {
+		t.Run(tt.action, func(t *testing.T) {
+			body := fmt.Sprintf("<%sResponse><%s></%s><nextToken>again</nextToken></%sResponse>", tt.action, tt.set, tt.set, tt.action)
+			h := &counting{next: &corrupting{next: sim, action: tt.action, status: 200, body: []byte(body)}, calls: map[string]int{}}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			p, err := NewFromConfig(testConfig(srv.URL), Options{ClusterName: cluster, KubernetesVersion: "1.34"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = tt.call(ctx, p)
+			if ctx.Err() != nil {
+				t.Fatalf("the call ran until its context ended (%v): the repeated token was followed", err)
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if n := h.calls[tt.action]; n > 2 {
+				t.Errorf("%d %s calls for a first page and one that repeats its token, want at most 2", n, tt.action)
+			}
+		})
+	}
 }

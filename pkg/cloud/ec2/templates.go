@@ -22,7 +22,8 @@ func (p *Provider) LaunchTemplates(ctx context.Context, tags map[string]string) 
 	}
 	want[tagClusterPrefix+p.opts.ClusterName] = tagOwnedValue
 	var out []cloud.LaunchTemplate
-	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{Filters: tagFilters(want), MaxResults: aws.Int32(200)})
+	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{Filters: tagFilters(want), MaxResults: aws.Int32(200)},
+		func(o *ec2.DescribeLaunchTemplatesPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pager.HasMorePages() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
