@@ -2,8 +2,11 @@ package planning
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -25,7 +28,8 @@ func (f *FilterState) Fork() *FilterState {
 
 // AddPod tells the PreFilter extensions that pod runs on node, exactly as preemption does, so
 // inter-pod constraints (affinity, topology spread, volume conflicts) count it.
-func (f *FilterState) AddPod(ctx context.Context, pod fwk.PodInfo, node fwk.NodeInfo) string {
+func (f *FilterState) AddPod(ctx context.Context, pod fwk.PodInfo, node fwk.NodeInfo) (reason string) {
+	defer recovered(ctx, "AddPod", f.Pod, node, &reason)
 	if s := f.Plugins.RunPreFilterExtensionAddPod(ctx, f.State, f.Pod, pod, node); !s.IsSuccess() {
 		return s.Message()
 	}
@@ -33,7 +37,8 @@ func (f *FilterState) AddPod(ctx context.Context, pod fwk.PodInfo, node fwk.Node
 }
 
 // RemovePod undoes AddPod.
-func (f *FilterState) RemovePod(ctx context.Context, pod fwk.PodInfo, node fwk.NodeInfo) string {
+func (f *FilterState) RemovePod(ctx context.Context, pod fwk.PodInfo, node fwk.NodeInfo) (reason string) {
+	defer recovered(ctx, "RemovePod", f.Pod, node, &reason)
 	if s := f.Plugins.RunPreFilterExtensionRemovePod(ctx, f.State, f.Pod, pod, node); !s.IsSuccess() {
 		return s.Message()
 	}
@@ -41,7 +46,8 @@ func (f *FilterState) RemovePod(ctx context.Context, pod fwk.PodInfo, node fwk.N
 }
 
 // Filter runs the profile's Filter plugins for the pod on node; "" means the pod fits.
-func (f *FilterState) Filter(ctx context.Context, node fwk.NodeInfo) string {
+func (f *FilterState) Filter(ctx context.Context, node fwk.NodeInfo) (reason string) {
+	defer recovered(ctx, "Filter", f.Pod, node, &reason)
 	state := f.State
 	if len(f.Pod.Spec.ResourceClaims) > 0 {
 		// Dynamic resource allocation writes into the state during Filter.
@@ -51,6 +57,27 @@ func (f *FilterState) Filter(ctx context.Context, node fwk.NodeInfo) string {
 		return s.Message()
 	}
 	return ""
+}
+
+// recovered turns a panic in a plugin call made for Tailor's own questions into that question's
+// failure: the pod does not fit the node. In-tree plugins assume what the scheduler's own cycle
+// guarantees; one that panics on a state Tailor built must fail one question, never take the
+// scheduler, and all scheduling with it, down. Deferred by every plugin call of FilterState.
+// It cannot catch a panic in a plugin's own parallel workers (kube-scheduler's parallelizer
+// crashes the process on those, in its own cycle too), which is why every snapshot Tailor
+// builds holds only what the scheduler's own would (see profile.Framework.SetSnapshot).
+func recovered(ctx context.Context, call string, pod *corev1.Pod, node fwk.NodeInfo, reason *string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	nodeName := ""
+	if node != nil && node.Node() != nil {
+		nodeName = node.Node().Name
+	}
+	klog.FromContext(ctx).Error(fmt.Errorf("%v", r), "A scheduler plugin panicked; this placement is refused",
+		"call", call, "pod", klog.KObj(pod), "node", nodeName, "stack", string(debug.Stack()))
+	*reason = fmt.Sprintf("a scheduler plugin panicked in %s: %v", call, r)
 }
 
 // nodeInfo builds the NodeInfo the plugins see for node with pods on it.

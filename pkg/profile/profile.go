@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -145,19 +147,47 @@ func (p *Profile) NewFrameworkFor(ctx context.Context, client kubernetes.Interfa
 	return &Framework{Framework: f, lister: lister}, skipped, nil
 }
 
-// SetSnapshot makes nodes (with the pods bound to them) the cluster the plugins see.
+// SetSnapshot makes nodes (with the pods bound to them) the cluster the plugins see. Pods bound
+// to a node not in nodes (deleted meanwhile, or not yet in the caller's cache) are left out:
+// cache.NewSnapshot would give them a NodeInfo without a Node, which in-tree plugins (topology
+// spread's PreFilter among them) dereference without a check, as the scheduler's own cache never
+// lists one.
 func (f *Framework) SetSnapshot(nodes []*corev1.Node, pods []*corev1.Pod) {
-	f.lister.snapshot = cache.NewSnapshot(pods, nodes)
+	f.lister.snapshot = cache.NewSnapshot(onNodes(pods, nodes), nodes)
+}
+
+// onNodes returns the pods bound to one of nodes.
+func onNodes(pods []*corev1.Pod, nodes []*corev1.Node) []*corev1.Pod {
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if names[p.Spec.NodeName] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PreFilter runs the profile's PreFilter plugins for pod against the snapshot and returns the
-// state its Filter plugins read. A pod the PreFilter plugins reject gets an error saying why.
-func (f *Framework) PreFilter(ctx context.Context, pod *corev1.Pod) (fwk.CycleState, error) {
-	state := framework.NewCycleState()
-	if _, s, _ := f.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() && !s.IsSkip() {
+// state its Filter plugins read. A pod the PreFilter plugins reject gets an error saying why, and
+// so does one a plugin panics on: that fails this question, never the process (a panic in a
+// plugin's parallel workers excepted: kube-scheduler's parallelizer crashes the process on it).
+func (f *Framework) PreFilter(ctx context.Context, pod *corev1.Pod) (state fwk.CycleState, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.FromContext(ctx).Error(fmt.Errorf("%v", r), "A scheduler plugin panicked in PreFilter; this question fails",
+				"pod", klog.KObj(pod), "stack", string(debug.Stack()))
+			state, err = nil, fmt.Errorf("a scheduler plugin panicked in PreFilter: %v", r)
+		}
+	}()
+	cs := framework.NewCycleState()
+	if _, s, _ := f.RunPreFilterPlugins(ctx, cs, pod); !s.IsSuccess() && !s.IsSkip() {
 		return nil, fmt.Errorf("%s", s.Message())
 	}
-	return state, nil
+	return cs, nil
 }
 
 // snapshotLister lets the snapshot change under a framework built once.
