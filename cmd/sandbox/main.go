@@ -8,16 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/test/utils/ktesting"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/cmd/internal/simrun"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
@@ -51,29 +50,30 @@ func main() {
 // from.
 const interruptionQueue = "tailor-sandbox-interruptions"
 
-func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSample, interrupt bool, timeout time.Duration) error {
+func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSample, interrupt bool, timeout time.Duration) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if dir == "" {
-		d, err := os.MkdirTemp("", "tailor-sandbox-")
-		if err != nil {
-			return err
+		d, mkErr := os.MkdirTemp("", "tailor-sandbox-")
+		if mkErr != nil {
+			return mkErr
 		}
 		dir = d
-		defer os.RemoveAll(d)
+		// Kept when the sandbox fails: the scheduler's and the control plane's logs say why.
+		defer func() {
+			if err == nil {
+				os.RemoveAll(d)
+			} else {
+				fmt.Fprintln(os.Stderr, "sandbox: logs kept in", d)
+			}
+		}()
 	}
 	// The control plane's own logs go to a file; the terminal shows the live view.
-	logFile, err := os.Create(filepath.Join(dir, "sandbox.log"))
+	closeLog, err := simrun.LogToFile(filepath.Join(dir, "sandbox.log"))
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	_ = klogFlags.Set("logtostderr", "false")
-	_ = klogFlags.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(logFile)
-	defer klog.Flush()
+	defer closeLog()
 	tb := &controlplane.ProcessTB{Dir: dir}
 	defer tb.RunCleanups()
 
@@ -95,24 +95,27 @@ func run(schedulerPath, kwokPath, nodeadmPath, dir string, untilSettled, noSampl
 	// scale-down demo is quick.
 	cfg, err := e.WriteSchedulerConfig("scheduler-config.yaml", true, func(args map[string]any) {
 		args["interruptionQueue"] = interruptionQueue
-		args["consolidationInterval"] = "5s"
-		for _, p := range args["pools"].([]any) {
-			p.(map[string]any)["disruption"] = map[string]any{"consolidateAfter": "10s"}
-		}
+		simrun.SandboxProfile(args)
 	})
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(dir, "scheduler.log")
-	sched, err := startScheduler(schedulerPath, cfg, logPath, e.AWSEnv())
+	sched, err := simrun.StartScheduler("tailor-scheduler", schedulerPath, cfg, dir, e.AWSEnv())
 	if err != nil {
 		return err
 	}
+	defer sched.Stop(simrun.StopGrace)
+	// Without its scheduler the sandbox shows nothing worth watching: its exit ends the sandbox
+	// at once, with the status and the log's tail.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sched.CancelOnExit(ctx, cancelRun)
 	defer func() {
-		_ = sched.Process.Signal(syscall.SIGTERM)
-		_ = sched.Wait()
+		if exit := simrun.ExitCause(ctx); exit != nil {
+			err = exit
+		}
 	}()
-	fmt.Printf("Tailor's scheduler started (profile %s, log %s)\n", cfg, logPath)
+	fmt.Printf("Tailor's scheduler started (profile %s, log %s)\n", cfg, sched.LogPath)
 
 	if !noSample {
 		n, err := applySamples(ctx, e.Client)
@@ -184,22 +187,4 @@ func interruptSpot(e *env.Environment) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no running spot instance to interrupt")
-}
-
-func startScheduler(path, config, logPath string, awsEnv map[string]string) (*exec.Cmd, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(path, "--config", config, "--secure-port=0", "-v=2")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = os.Environ()
-	for k, v := range awsEnv {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	env.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", path, err)
-	}
-	return cmd, nil
 }
