@@ -42,6 +42,9 @@ func resetCluster(t *testing.T, ns string) {
 	ctx := context.Background()
 	zero := int64(0)
 	_ = world.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = world.Client.AppsV1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	background := metav1.DeletePropagationBackground
+	_ = world.Client.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &background}, metav1.ListOptions{})
 	// DaemonSets count against every plan: make sure none outlives its test (namespace deletion
 	// is asynchronous).
 	_ = world.Client.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})

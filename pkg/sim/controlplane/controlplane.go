@@ -1,7 +1,9 @@
 // Package controlplane runs a real Kubernetes control plane inside one process: embedded etcd,
-// kube-apiserver and kube-controller-manager (Deployments, ReplicaSets, PDB status, garbage
-// collection). The sandbox and the integration tests both stand on it, so what the tests prove
-// is what users run.
+// kube-apiserver and kube-controller-manager with its default controllers (workloads of every
+// kind, PDB status, node lifecycle, namespaces, garbage collection; those that need a cloud
+// provider or signing keys stand down by themselves). The sandbox and the integration tests both
+// stand on it, so what the tests prove is what users run, and any manifest a user applies
+// behaves as on EKS.
 package controlplane
 
 import (
@@ -83,7 +85,9 @@ func Start(ctx context.Context, tb ktesting.TB, dir string) (*ControlPlane, erro
 	kcmCtx, cancelKCM := context.WithCancel(context.WithoutCancel(ctx))
 	kcm, err := kcmtesting.StartTestServer(kcmCtx, []string{
 		"--kubeconfig", cp.Kubeconfig,
-		"--controllers=deployment,replicaset,disruption,garbagecollector,podgc",
+		// The default set, as EKS runs it: Jobs, CronJobs, StatefulSets and DaemonSets get their
+		// pods, and node lifecycle taints a node whose kubelet (kwok) stops reporting.
+		"--controllers=*",
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 	})
