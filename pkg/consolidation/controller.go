@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +30,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
 // cloudTimeout bounds every cloud call of a pass, so one slow answer never stalls the loop.
@@ -71,6 +73,15 @@ type Controller struct {
 	DrainTimeout time.Duration
 	// Clock reads the time for drains, budgets and consolidateAfter; default the real one.
 	Clock clock.PassiveClock
+	// SchedulerName is the profile's: its pending pods are on their way to the nodes, and no
+	// decision takes the room they need.
+	SchedulerName string
+	// Provisioning, if set, says whether this process is planning a batch of pending pods (a
+	// scale-up is under way).
+	Provisioning func() bool
+	// Rollouts, if set, finds the workloads whose controllers are still creating pods: the
+	// next wave of a scale-up.
+	Rollouts *rollout.Lister
 
 	mu       sync.Mutex
 	started  time.Time
@@ -82,6 +93,8 @@ type Controller struct {
 	// budget twice.
 	decided map[string]time.Time
 	queue   workqueue.TypedDelayingInterface[string]
+	// progress tells workloads creating pods from those that stopped.
+	progress rollout.Progress
 }
 
 const passKey = "pass"
@@ -247,7 +260,8 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 			// Interrupted: decided about this pass whatever its state.
 			draining = true
 			candidates = append(candidates, o)
-		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node):
+		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node) && o.claim.Status.InitializedAt != nil:
+			// A node not yet initialized is capacity still arriving, never a candidate.
 			candidates = append(candidates, o)
 		}
 	}
@@ -263,6 +277,9 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 			logger.Info("No replacements this pass: cannot list what to launch", "err", err)
 		}
 		cancel()
+	}
+	if s.scaleUp != "" && len(candidates) > 0 {
+		logger.V(2).Info("Scaling up: only empty nodes no pending pod would use, and interrupted nodes, are decided about", "reason", s.scaleUp)
 	}
 	ds, kept := decide(ctx, s, c.Framework)
 	for _, k := range kept {
@@ -306,11 +323,17 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
 		rotation: c.passes * maxReplaceQuestions}
 	nominated := map[string]bool{}
+	var pending []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			s.pods = append(s.pods, p)
-		} else if p.Status.NominatedNodeName != "" {
+			continue
+		}
+		if p.Status.NominatedNodeName != "" {
 			nominated[p.Status.NominatedNodeName] = true
+		}
+		if c.waitsForNode(p) {
+			pending = append(pending, p)
 		}
 	}
 	if c.PDBs != nil {
@@ -318,6 +341,18 @@ func (c *Controller) snapshot() (*snapshot, error) {
 			return nil, err
 		}
 	}
+	var owing []rollout.Workload
+	if c.Rollouts != nil {
+		ws, err := c.Rollouts.Owing()
+		if err != nil {
+			return nil, err
+		}
+		c.progress.Stall = rolloutStall
+		owing = c.progress.Moving(ws, s.now)
+	}
+	s.scaleUp = scaleUp(c.Claims.List(), pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
+	s.creating = len(owing) > 0
+	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs)...)
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
 	// Nodes waiting for their replacements count against the budget as if already draining.
 	replaced := map[string]bool{}
@@ -363,6 +398,39 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
 	}
 	return s, nil
+}
+
+// waitsForNode says whether p is one of the profile's pods still waiting to be scheduled.
+func (c *Controller) waitsForNode(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil && p.Spec.NodeName == "" &&
+		(p.Status.Phase == corev1.PodPending || p.Status.Phase == "")
+}
+
+// leavingDrainedNodes are unbound copies of the pods a drain under way will evict: they need
+// room elsewhere as much as pending pods do.
+func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*corev1.Pod {
+	going := map[string]bool{}
+	for _, n := range nodes {
+		if disrupting(n) || n.DeletionTimestamp != nil {
+			going[n.Name] = true
+		}
+	}
+	if len(going) == 0 {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !going[p.Spec.NodeName] || p.DeletionTimestamp != nil {
+			continue
+		}
+		if v, _ := judge(p, pdbs); v == skip {
+			continue
+		}
+		c := p.DeepCopy()
+		c.Spec.NodeName = ""
+		out = append(out, c)
+	}
+	return out
 }
 
 // decidedMemory is how long a decision is remembered beyond what the caches show.

@@ -62,13 +62,25 @@ type snapshot struct {
 	rotation int
 	// excluded are nodes pods may not be planned onto: being replaced or replacements.
 	excluded map[string]bool
+	// arriving are unbound pods on their way to a node: Tailor's pending pods, and the pods of
+	// nodes being drained. They are placed before any question is asked, so no decision takes
+	// the room they need.
+	arriving []*corev1.Pod
+	// scaleUp says why the cluster is still scaling up ("" if it is not): then only empty nodes
+	// no arriving pod would use, and interrupted nodes, are decided about.
+	scaleUp string
+	// creating says that workloads are still creating pods: the pods to come may need even an
+	// empty node, so only interrupted nodes are decided about.
+	creating bool
 }
 
 // steps are the methods in the order decide tries them, the cheapest decision first. A pass
 // ends with the first step that decides something, so that each pass makes the cheapest move
 // there is and the next pass sees its effect. Empty and interrupted nodes are one step: an
 // interrupted node never waits for empty ones to go, nor they for it. Drift and expiry take every
-// node the budgets allow; delete, merge and replace one move between them.
+// node the budgets allow; delete, merge and replace one move between them. While the cluster
+// scales up, only the first step runs: every other is a voluntary move of pods; while workloads
+// are still creating pods, only interrupted nodes are decided about.
 var steps = [][]method{
 	{emptyMethod{}, interruptionMethod{}},
 	{renewMethod{}},
@@ -84,8 +96,18 @@ var steps = [][]method{
 func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision, []skipped) {
 	cs, kept := candidates(s)
 	p := newPass(ctx, s, fw)
+	run := steps
+	switch {
+	case s.creating:
+		run = [][]method{{interruptionMethod{}}}
+	case s.scaleUp != "":
+		run = steps[:1]
+	}
+	if len(s.arriving) > 0 && anyWanted(run, s, cs) {
+		cs = withoutLandings(cs, p.questions().landing)
+	}
 	var out []decision
-	for _, step := range steps {
+	for _, step := range run {
 		for _, m := range step {
 			mine := wanted(m, s, cs)
 			if len(mine) == 0 {
@@ -100,6 +122,30 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		}
 	}
 	return out, kept
+}
+
+// anyWanted says whether a method of steps wants one of cs.
+func anyWanted(steps [][]method, s *snapshot, cs []*candidate) bool {
+	for _, step := range steps {
+		for _, m := range step {
+			if len(wanted(m, s, cs)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withoutLandings are cs but the nodes pods on their way would land on: their room is needed
+// now. An interrupted node stays, as EC2 takes it whatever it would hold.
+func withoutLandings(cs []*candidate, landing map[string]bool) []*candidate {
+	out := cs[:0:0]
+	for _, c := range cs {
+		if !landing[c.node.Name] || interrupted(c.ownedNode) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // wanted are the candidates m wants, in their order.

@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,13 +21,57 @@ type questions struct {
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
 	gone []string
+	// landing are the nodes pods on their way (pending, or leaving a draining node) were placed
+	// on: their room is taken.
+	landing map[string]bool
 }
 
-// newQuestions sets the framework's snapshot to s and returns the pass's questions.
+// newQuestions sets the framework's snapshot to s and returns the pass's questions. The pods on
+// their way to a node (s.arriving) are placed first, where the Filter plugins let them go, and
+// every later question sees them there: room a pending pod needs is never free.
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
-	fw.SetSnapshot(s.nodes, s.pods)
-	return &questions{ctx: ctx, fw: fw, cluster: planning.NewCluster(schedulable(s.nodes, s.excluded), s.pods), states: map[*corev1.Pod]*planning.Pod{},
-		planner: &planning.Planner{Templates: s.templates}}
+	q := &questions{ctx: ctx, fw: fw, states: map[*corev1.Pod]*planning.Pod{}, planner: &planning.Planner{Templates: s.templates},
+		landing: map[string]bool{}}
+	q.setCluster(s, s.pods)
+	if len(s.arriving) > 0 {
+		if placed := q.placeArriving(s.arriving); len(placed) > 0 {
+			q.setCluster(s, append(slices.Clip(s.pods), placed...))
+		}
+	}
+	return q
+}
+
+// setCluster makes pods (bound to s's nodes) the cluster the questions are asked of.
+func (q *questions) setCluster(s *snapshot, pods []*corev1.Pod) {
+	q.fw.SetSnapshot(s.nodes, pods)
+	q.cluster = planning.NewCluster(schedulable(s.nodes, s.excluded), pods)
+	// A PreFilter state reads the snapshot it was computed on.
+	clear(q.states)
+}
+
+// placeArriving places unbound pods onto the cluster's nodes as the planner would, and returns
+// bound copies of those that fit, noting their nodes in landing. Those that fit nowhere are left
+// to provisioning: they need new capacity, not the room there is.
+func (q *questions) placeArriving(arriving []*corev1.Pod) []*corev1.Pod {
+	moving := make([]*planning.Pod, 0, len(arriving))
+	for _, p := range arriving {
+		state, err := q.fw.PreFilter(q.ctx, p)
+		if err != nil {
+			continue
+		}
+		moving = append(moving, planning.NewPod(p, &planning.FilterState{Plugins: q.fw, State: state, Pod: p}))
+	}
+	r := (&planning.Planner{}).Repack(q.ctx, q.cluster, nil, moving)
+	var placed []*corev1.Pod
+	for _, mp := range moving {
+		if node, ok := r.Moves[mp.Pod.UID]; ok {
+			c := mp.Pod.DeepCopy()
+			c.Spec.NodeName = node
+			placed = append(placed, c)
+			q.landing[node] = true
+		}
+	}
+	return placed
 }
 
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the

@@ -235,6 +235,11 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		c.Observed.Record(cl.Spec.Pool, cl.Status.InstanceType, node.Status.Allocatable)
 	}
 	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) && slices.Contains(node.Finalizers, v1alpha1.FinalizerTermination) {
+		if cl.Status.InitializedAt == nil {
+			// Recorded as soon as the node says so, not at the next sweep: consolidation
+			// waits for every claim of a scale-up to be initialized.
+			c.recordInitialized(ctx, cl, node, c.clock().Now())
+		}
 		return nil
 	}
 	pool := c.Args.Pool(cl.Spec.Pool)
@@ -415,6 +420,21 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 	c.Activate(pods)
 }
 
+// recordInitialized records on the claim that its node is initialized, if it is: Ready without
+// startup taints. It says whether it is.
+func (c *Controller) recordInitialized(ctx context.Context, cl *v1alpha1.Claim, n *corev1.Node, now time.Time) bool {
+	if !Ready(n) || Starting(c.Args, withoutOperationalTaints(n)) {
+		return false
+	}
+	cl = cl.DeepCopy()
+	at := metav1.NewTime(now)
+	cl.Status.InitializedAt = &at
+	if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
+	}
+	return true
+}
+
 // checkInitialized records when a registered claim's node is first Ready without startup
 // taints; a node still not there registrationTimeout after its launch (a kubelet that never
 // becomes Ready, an agent that never lifts its startup taint) is given up like one that never
@@ -425,13 +445,7 @@ func (c *Controller) checkInitialized(ctx context.Context, cl *v1alpha1.Claim, r
 	if err != nil || n.DeletionTimestamp != nil {
 		return
 	}
-	if Ready(n) && !Starting(c.Args, withoutOperationalTaints(n)) {
-		cl = cl.DeepCopy()
-		at := metav1.NewTime(now)
-		cl.Status.InitializedAt = &at
-		if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
-			klog.FromContext(ctx).Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
-		}
+	if c.recordInitialized(ctx, cl, n, now) {
 		return
 	}
 	if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {

@@ -33,6 +33,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
+	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
 // Operator is every part of Tailor, built and wired.
@@ -41,11 +42,14 @@ type Operator struct {
 	Ledger      *ledger.Ledger
 	Provisioner *provisioning.Provisioner
 
-	handle        framework.Handle
-	store         *claims.Store
-	pods          cache.SharedIndexInformer
-	nodes         cache.SharedIndexInformer
-	daemonSets    cache.SharedIndexInformer
+	handle     framework.Handle
+	store      *claims.Store
+	pods       cache.SharedIndexInformer
+	nodes      cache.SharedIndexInformer
+	daemonSets cache.SharedIndexInformer
+	// workloads are the ReplicaSets, StatefulSets and Jobs, whose pods still to come are a
+	// scale-up under way.
+	workloads     []cache.SharedIndexInformer
 	lifecycle     *lifecycle.Controller
 	consolidation *consolidation.Controller
 	interruptions *interruption.Controller
@@ -110,6 +114,9 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	// run; the consolidation framework's plugins ask for theirs as they are built.
 	daemonSets.Informer()
 	pdbs.Informer()
+	replicaSets, statefulSets, jobs := h.SharedInformerFactory().Apps().V1().ReplicaSets(), h.SharedInformerFactory().Apps().V1().StatefulSets(),
+		h.SharedInformerFactory().Batch().V1().Jobs()
+	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister()}
 	if configFile == "" {
 		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
 	}
@@ -121,6 +128,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	if err != nil {
 		return nil, err
 	}
+	rollouts.SchedulerName = prof.Config.SchedulerName
 	consolidationFramework, skipped, err := prof.NewFrameworkFor(ctx, h.ClientSet(), h.SharedInformerFactory())
 	if err != nil {
 		return nil, err
@@ -129,7 +137,8 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		logger.Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
 	}
 	o := &Operator{Args: args, Ledger: ledger.New(), handle: h, store: store,
-		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer()}
+		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
+		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer()}}
 	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
@@ -168,6 +177,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
 		Framework: consolidationFramework, Offerings: offs, Launcher: launcher, Recorder: h.EventRecorder(),
+		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
 	}
 	if queue != nil {
 		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
@@ -200,7 +210,11 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 			logger.Error(err, "Claims cache did not start")
 			return
 		}
-		if !cache.WaitForCacheSync(ctx.Done(), o.pods.HasSynced, o.nodes.HasSynced, o.daemonSets.HasSynced) {
+		synced := []cache.InformerSynced{o.pods.HasSynced, o.nodes.HasSynced, o.daemonSets.HasSynced}
+		for _, inf := range o.workloads {
+			synced = append(synced, inf.HasSynced)
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
 		o.Provisioner.Launcher().Rebuild(o.store.List())

@@ -92,6 +92,15 @@ func (p *Provisioner) Waiting() int {
 	return n + p.batcher.Len() + p.Ledger.Waiting()
 }
 
+// Active reports whether pods wait in the open batch or a batch is being planned: the cluster
+// is scaling up.
+func (p *Provisioner) Active() bool {
+	p.mu.Lock()
+	n := len(p.planning)
+	p.mu.Unlock()
+	return n > 0 || p.batcher.Len() > 0
+}
+
 // Busy reports whether the pod waits in a batch or is being planned.
 func (p *Provisioner) Busy(uid types.UID) bool {
 	p.mu.Lock()

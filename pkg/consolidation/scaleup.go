@@ -1,0 +1,78 @@
+package consolidation
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/rollout"
+)
+
+// rolloutStall is how long a workload may owe the same number of pods and still count as a
+// scale-up under way. A ReplicaSet updates its status only after each burst of up to 500 pods,
+// which its controller creates at about 20 a second.
+const rolloutStall = 2 * time.Minute
+
+// recentPending is how young a pending pod must be to say the cluster is still scaling up: a
+// controller is creating pods, and the next of them need the room there is now. An older pending
+// pod that no claim waits for is one no launch can serve (too big for every type, say), and must
+// not hold consolidation back for good.
+const recentPending = 30 * time.Second
+
+// scaleUp says why the cluster is still scaling up ("" if it is not). While it is, no voluntary
+// disruption starts (interruptions and deletions go on): the room consolidation would take is the
+// room the pods on their way need, and a decision that leans on a node still starting leans on
+// capacity that is not there yet. Karpenter's disruption waits in the same way for nodes not yet
+// initialized. Every replica sees claims, pods and workloads; provisioning says whether this
+// process is planning a batch.
+func scaleUp(claims []*v1alpha1.Claim, pending []*corev1.Pod, owing []rollout.Workload, provisioning bool, now time.Time) string {
+	if provisioning {
+		return "a batch of pending pods is being planned"
+	}
+	if len(owing) > 0 {
+		return fmt.Sprintf("%s (and %d more workloads are creating pods)", owing[0], len(owing)-1)
+	}
+	for _, cl := range claims {
+		if starting(cl) {
+			return fmt.Sprintf("claim %s is still starting (%s)", cl.Name, startingPhase(cl))
+		}
+	}
+	recent := 0
+	for _, p := range pending {
+		if now.Sub(p.CreationTimestamp.Time) < recentPending {
+			recent++
+		}
+	}
+	if recent > 0 {
+		return fmt.Sprintf("%d pods created in the last %s are pending", recent, recentPending)
+	}
+	return ""
+}
+
+// starting says whether a claim adds capacity that is not usable yet: launched for pending pods
+// (not as a consolidation's replacement, whose own drain waits for it), neither failed nor
+// going, and its node not yet Registered and initialized.
+func starting(cl *v1alpha1.Claim) bool {
+	if cl.DeletionTimestamp != nil || cl.Annotations[v1alpha1.AnnotationReplaces] != "" {
+		return false
+	}
+	switch cl.Status.Phase {
+	case v1alpha1.ClaimFailed:
+		return false
+	case v1alpha1.ClaimRegistered:
+		return cl.Status.InitializedAt == nil
+	}
+	return true
+}
+
+func startingPhase(cl *v1alpha1.Claim) string {
+	switch cl.Status.Phase {
+	case v1alpha1.ClaimRegistered:
+		return "node registered, not yet initialized"
+	case "":
+		return string(v1alpha1.ClaimPending)
+	}
+	return string(cl.Status.Phase)
+}

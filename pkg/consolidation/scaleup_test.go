@@ -1,0 +1,141 @@
+package consolidation
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/rollout"
+)
+
+func TestScaleUp(t *testing.T) {
+	now := time.Now()
+	claim := func(phase v1alpha1.ClaimPhase, opts ...func(*v1alpha1.Claim)) *v1alpha1.Claim {
+		cl := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{}}, Status: v1alpha1.ClaimStatus{Phase: phase}}
+		for _, o := range opts {
+			o(cl)
+		}
+		return cl
+	}
+	initialized := func(cl *v1alpha1.Claim) { cl.Status.InitializedAt = &metav1.Time{Time: now} }
+	replacement := func(cl *v1alpha1.Claim) { cl.Annotations[v1alpha1.AnnotationReplaces] = "old" }
+	deleting := func(cl *v1alpha1.Claim) { cl.DeletionTimestamp = &metav1.Time{Time: now} }
+	pendingFor := func(d time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", CreationTimestamp: metav1.NewTime(now.Add(-d))}}
+	}
+	tests := []struct {
+		name         string
+		claims       []*v1alpha1.Claim
+		pending      []*corev1.Pod
+		owing        []rollout.Workload
+		provisioning bool
+		want         string
+	}{
+		{name: "settled", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimRegistered, initialized)}},
+		{name: "a batch being planned", provisioning: true, want: "a batch of pending pods is being planned"},
+		{name: "a claim not yet launched", claims: []*v1alpha1.Claim{claim("")}, want: "claim c is still starting (Pending)"},
+		{name: "a claim launched", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimLaunched)}, want: "claim c is still starting (Launched)"},
+		{name: "a node registered, not initialized", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimRegistered)},
+			want: "claim c is still starting (node registered, not yet initialized)"},
+		{name: "a replacement starting is its drain's to wait for", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimLaunched, replacement)}},
+		{name: "a failed claim", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimFailed)}},
+		{name: "a claim going", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimLaunched, deleting)}},
+		{name: "pods just created", pending: []*corev1.Pod{pendingFor(5 * time.Second), pendingFor(time.Hour)},
+			want: "1 pods created in the last 30s are pending"},
+		{name: "a pod pending for long that no claim waits for", pending: []*corev1.Pod{pendingFor(time.Hour)}},
+		{name: "workloads still creating pods", owing: []rollout.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "web", Owed: 280}, {Kind: "Job", Namespace: "ns", Name: "fan", Owed: 3}},
+			want: "ReplicaSet ns/web owes 280 pods (and 1 more workloads are creating pods)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scaleUp(tc.claims, tc.pending, tc.owing, tc.provisioning, now); got != tc.want {
+				t.Errorf("scaleUp = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// pending is an unbound copy of a pod: on its way to a node.
+func pending(p *corev1.Pod) *corev1.Pod {
+	c := p.DeepCopy()
+	c.Spec.NodeName = ""
+	c.Status.Phase = corev1.PodPending
+	return c
+}
+
+// While the cluster scales up, only empty nodes no pending pod would use and interrupted nodes
+// are decided about; at any time, the room pods on their way need (pending, or leaving a node
+// being drained) is not free.
+func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
+	w := newWorld(t)
+	disrupted := func(_ *world, o *ownedNode) {
+		o.node.Spec.Taints = append(o.node.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintDisrupting, Effect: corev1.TaintEffectNoSchedule})
+	}
+	tests := []struct {
+		name     string
+		scaleUp  string
+		creating bool
+		owned    []*ownedNode
+		pods     []*corev1.Pod
+		arriving func(s *snapshot) []*corev1.Pod
+		want     string
+	}{
+		{name: "settled: a node whose pods fit elsewhere goes",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1")),
+			want: "delete a (1 pods, 0 new)"},
+		{name: "scaling up: no delete", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"))},
+		{name: "scaling up: no renewal", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge", drifted)), pods: pods(w.pod("p1", "a", "1"))},
+		{name: "scaling up: an empty node no pending pod would use goes", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "1"))) },
+			want:     "empty b (0 pods, 0 new)"},
+		{name: "workloads creating pods: even an empty node stays", scaleUp: "ReplicaSet ns/web owes 3 pods", creating: true,
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"))},
+		{name: "workloads creating pods: an interrupted node is replaced all the same", scaleUp: "ReplicaSet ns/web owes 3 pods", creating: true,
+			owned: nodes(w.node("a", "m6g.xlarge", annotated(v1alpha1.AnnotationInterrupted, InterruptionSpot))), pods: pods(w.pod("p1", "a", "1")),
+			want: "interruption a (1 pods, 1 new)"},
+		{name: "scaling up: an empty node a pending pod would use stays", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "3")),
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "2"))) }},
+		{name: "scaling up: an interrupted node is replaced all the same", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge", annotated(v1alpha1.AnnotationInterrupted, InterruptionSpot))), pods: pods(w.pod("p1", "a", "1")),
+			want: "interruption a (1 pods, 1 new)"},
+		// The pending pod lands on a: b's pod no longer fits there, and b is only replaced by a
+		// smaller node.
+		{name: "settled: a pending pod's room is not free",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1")),
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "2500m"))) },
+			want:     "replace b (1 pods, 1 new)"},
+		{name: "settled: the room of a drained node's pods is not free",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge"), w.node("d", "m6g.xlarge", disrupted)),
+			pods:  pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"), w.pod("r", "d", "2500m")),
+			arriving: func(s *snapshot) []*corev1.Pod {
+				s.excluded["d"] = true
+				return leavingDrainedNodes(s.nodes, s.pods, nil)
+			},
+			want: "replace b (1 pods, 1 new)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := w.snapshot(5, tc.owned, tc.pods...)
+			s.scaleUp, s.creating = tc.scaleUp, tc.creating
+			if tc.arriving != nil {
+				s.arriving = tc.arriving(s)
+			}
+			var candidates []*ownedNode
+			for _, o := range s.owned {
+				if !disrupting(o.node) {
+					candidates = append(candidates, o)
+				}
+			}
+			s.owned = candidates
+			ds, kept := w.decide(s)
+			checkDecisions(t, ds, kept, tc.want)
+		})
+	}
+}
