@@ -9,6 +9,8 @@ NODEADM   := $(BIN)/nodeadm
 NODEADM_VERSION := v0.0.0-20240229193347-cfab22a10647
 HELM      := $(BIN)/helm
 HELM_VERSION := v3.21.4
+# The vanilla kube-scheduler of the k8s.io/kubernetes module Tailor is built on, for bench-e2e.
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
 # The IAM policy simulator (npm, test only): pkg/sim/iamcheck runs hack/iam-simulate with node.
 IAMSIM    := hack/iam-simulate/node_modules/.package-lock.json
 # terraform only formats here (fmt needs no provider); the machines have it in /usr/local/bin.
@@ -19,7 +21,7 @@ CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build test unit integration fuzz test-race run bench lint tools manifests image codegen clean
+.PHONY: all build test unit integration fuzz test-race run bench bench-e2e lint tools manifests image codegen clean
 
 all: build
 
@@ -102,6 +104,27 @@ run: tools build
 ## bench: Go benchmarks of the planner
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+## kube-scheduler: the vanilla kube-scheduler built from the same k8s.io/kubernetes module, into ./bin
+$(KUBE_SCHEDULER): go.mod go.sum
+	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-scheduler
+
+# The bursts make bench-e2e runs, one run (a fresh cluster) each; BURST=file runs one of your own.
+BURSTS       ?= hack/bench-e2e/burst-1000.yaml hack/bench-e2e/burst-5000.yaml hack/bench-e2e/controllers.yaml
+BURST        ?=
+FIT_EXISTING ?= 2000
+BENCH_E2E_ARGS ?=
+
+## bench-e2e: the sandbox's cluster under each burst (BURST=file for one; default $(BURSTS)) and pods that
+## fit existing nodes scheduled by Tailor and by the vanilla kube-scheduler (FIT_EXISTING pods each, 0 to
+## skip); one JSON object per burst on stdout (use make -s), progress on stderr
+bench-e2e: $(KWOK) $(NODEADM) $(KUBE_SCHEDULER)
+	$(GO) build -o $(BIN)/tailor-scheduler ./cmd/scheduler
+	$(GO) build -o $(BIN)/tailor-bench-e2e ./cmd/bench-e2e
+	@status=0; for burst in $(or $(BURST),$(BURSTS)); do \
+	  $(BIN)/tailor-bench-e2e --burst $$burst --scheduler $(BIN)/tailor-scheduler --kube-scheduler $(KUBE_SCHEDULER) \
+	    --kwok $(KWOK) --nodeadm $(NODEADM) --fit-existing $(FIT_EXISTING) $(BENCH_E2E_ARGS) || status=1; \
+	done; exit $$status
 
 ## lint: gofmt, go vet, helm lint of the chart and terraform fmt of manifests/terraform
 lint: $(HELM)

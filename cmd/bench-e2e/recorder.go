@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+)
+
+// recorder watches the burst's pods, the claims and the nodes, and stamps what it sees with
+// this process's clock as each watch event arrives: the objects' own timestamps have one-second
+// resolution. Counting stops when the burst settles (freeze).
+type recorder struct {
+	namespace string
+	pods      informers.SharedInformerFactory // the burst's namespace: pods, DaemonSets
+	nodes     informers.SharedInformerFactory
+	claims    *claims.Store
+
+	mu          sync.Mutex
+	frozen      bool
+	created     map[types.UID]time.Time
+	running     map[types.UID]time.Time // first seen Running (or Succeeded)
+	launched    map[types.UID]time.Time // first claim listing the pod seen launched
+	daemon      map[types.UID]bool
+	evicted     map[types.UID]bool
+	lastCreated time.Time // of a pod no DaemonSet owns
+	claimsSeen  map[string]bool
+	drained     map[string]string // node → the disrupting taint's value
+	// changes counts pods created, pods lost and nodes drained: churn between two looks at the
+	// burst, however quick, restarts the quiet period that confirms it settled.
+	changes int
+}
+
+func newRecorder(client kubernetes.Interface, dyn dynamic.Interface, namespace string) *recorder {
+	return &recorder{
+		namespace: namespace,
+		pods:      informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
+		nodes:     informers.NewSharedInformerFactory(client, 0),
+		claims:    claims.NewStoreForClient(dyn),
+		created:   map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
+		daemon: map[types.UID]bool{}, evicted: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]string{},
+	}
+}
+
+// start registers the handlers and waits for the first lists.
+func (r *recorder) start(ctx context.Context) error {
+	podInf := r.pods.Core().V1().Pods().Informer()
+	_ = r.pods.Apps().V1().DaemonSets().Informer()
+	nodeInf := r.nodes.Core().V1().Nodes().Informer()
+	for _, err := range []error{
+		handle(podInf, r.podAdded, func(old, cur *corev1.Pod) { r.podUpdated(old, cur) }, r.podDeleted),
+		handle(nodeInf, r.nodeSeen, func(_, cur *corev1.Node) { r.nodeSeen(cur) }, func(*corev1.Node) {}),
+		r.claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { r.claimSeen(obj.(*v1alpha1.Claim)) },
+			UpdateFunc: func(_, obj any) { r.claimSeen(obj.(*v1alpha1.Claim)) },
+		}),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	r.pods.Start(ctx.Done())
+	r.nodes.Start(ctx.Done())
+	for _, synced := range []map[reflect.Type]bool{r.pods.WaitForCacheSync(ctx.Done()), r.nodes.WaitForCacheSync(ctx.Done())} {
+		for t, ok := range synced {
+			if !ok {
+				return fmt.Errorf("%v cache did not sync", t)
+			}
+		}
+	}
+	return r.claims.Run(ctx)
+}
+
+// handle adds typed handlers to an informer; tombstones are unwrapped.
+func handle[T any](inf cache.SharedIndexInformer, add func(T), update func(old, cur T), del func(T)) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { add(obj.(T)) },
+		UpdateFunc: func(old, cur any) { update(old.(T), cur.(T)) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if o, ok := obj.(T); ok {
+				del(o)
+			}
+		},
+	})
+	return err
+}
+
+func (r *recorder) podAdded(p *corev1.Pod) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.created[p.UID]; !seen {
+		r.created[p.UID] = now
+		r.changes++
+		if ownerKind(p) == "DaemonSet" {
+			r.daemon[p.UID] = true
+		} else if !r.frozen {
+			r.lastCreated = now
+		}
+	}
+	r.observe(p, now)
+}
+
+func (r *recorder) podUpdated(old, cur *corev1.Pod) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.observe(cur, now)
+	if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil && !terminal(old) {
+		r.evict(cur)
+	}
+}
+
+// podDeleted counts a pod that went without being seen deleting (a forced deletion, or the
+// update was missed) while it was not done.
+func (r *recorder) podDeleted(p *corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.DeletionTimestamp == nil && !terminal(p) {
+		r.evict(p)
+	}
+}
+
+// evict counts a pod lost before it was done. Callers hold r.mu.
+func (r *recorder) evict(p *corev1.Pod) {
+	r.changes++
+	if !r.frozen && !r.daemon[p.UID] {
+		r.evicted[p.UID] = true
+	}
+}
+
+// observe stamps the first time a pod is seen Running (a Job's pod may be seen Succeeded
+// first). Callers hold r.mu.
+func (r *recorder) observe(p *corev1.Pod, now time.Time) {
+	if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
+		return
+	}
+	if _, seen := r.running[p.UID]; !seen {
+		r.running[p.UID] = now
+	}
+}
+
+func (r *recorder) claimSeen(c *v1alpha1.Claim) {
+	if !launched(c) {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claimsSeen[c.Name] {
+		return
+	}
+	r.claimsSeen[c.Name] = true
+	for _, ref := range c.Spec.Pods {
+		if _, seen := r.launched[types.UID(ref.UID)]; !seen {
+			r.launched[types.UID(ref.UID)] = now
+		}
+	}
+}
+
+// launched says whether EC2 has answered the claim's launch with an instance.
+func launched(c *v1alpha1.Claim) bool {
+	return c.Status.InstanceID != "" || c.Status.Phase == v1alpha1.ClaimLaunched || c.Status.Phase == v1alpha1.ClaimRegistered
+}
+
+func (r *recorder) nodeSeen(n *corev1.Node) {
+	for _, t := range n.Spec.Taints {
+		if t.Key != v1alpha1.TaintDisrupting {
+			continue
+		}
+		r.mu.Lock()
+		if _, seen := r.drained[n.Name]; !seen && !r.frozen {
+			r.drained[n.Name] = t.Value
+			r.changes++
+		}
+		r.mu.Unlock()
+	}
+}
+
+// freeze stops counting evictions, drains and pod creations: the burst has settled.
+func (r *recorder) freeze() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frozen = true
+}
+
+func ownerKind(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return ref.Kind
+	}
+	return ""
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
