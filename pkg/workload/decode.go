@@ -84,9 +84,17 @@ func splitJSON(data []byte) (docs []document, ok bool) {
 	}
 }
 
-// decoder decodes the kinds the scheme knows, strictly: unknown and duplicate fields are errors.
-var decoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
-	kjson.SerializerOptions{Yaml: true, Strict: true})
+// Decoders of the kinds the scheme knows, strictly: unknown and duplicate fields are errors.
+// jsonDecoder reads a document already converted to JSON: the YAML decoder would convert it
+// again, twice (leniently, then strictly to find duplicate keys), and YAML parsing is most of
+// the time a large manifest takes. yamlDecoder reads a document whose YAML has duplicate keys, so
+// that they are reported as before, together with any unknown fields.
+var (
+	jsonDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+		kjson.SerializerOptions{Strict: true})
+	yamlDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+		kjson.SerializerOptions{Yaml: true, Strict: true})
+)
 
 // The kinds Read expands, each in the one version it accepts.
 var (
@@ -130,15 +138,56 @@ type reader struct {
 	w      *Workload
 }
 
-// document reads one document (or List item); where names it in errors; def, when not nil,
-// fills a missing apiVersion or kind (items of typed lists such as PodList carry neither).
-func (rd *reader) document(where string, data []byte, def *schema.GroupVersionKind) error {
-	js, err := yaml.YAMLToJSON(data)
+// parsed is one document (or List item) decoded but not yet added. Decoding needs nothing but
+// the document, so the documents of a source are decoded in parallel (YAML parsing is most of the
+// time a large manifest takes) and then added in order, so that errors and results are those of
+// reading them one by one.
+type parsed struct {
+	where string
+	err   error          // why the document is refused; it stops the read when its turn comes
+	skip  string         // a kind that creates no pods: "kind ns/name: why"
+	obj   runtime.Object // a kind Read expands
+	items []*parsed      // a List's items
+}
+
+// parse decodes one document (or List item); where names it in errors; def, when not nil, fills
+// a missing apiVersion or kind (items of typed lists such as PodList carry neither).
+func parse(where string, data []byte, def *schema.GroupVersionKind) *parsed {
+	p, err := parseDocument(where, data, def)
 	if err != nil {
-		return fmt.Errorf("%s: invalid YAML: %v", where, err)
+		return &parsed{where: where, err: err}
 	}
+	return p
+}
+
+// addParsed adds a parsed document and its items in order; the first error, of decoding or of
+// adding, stops.
+func (rd *reader) addParsed(p *parsed) error {
+	switch {
+	case p.err != nil:
+		return p.err
+	case p.skip != "":
+		rd.w.Skipped = append(rd.w.Skipped, p.skip)
+	case p.obj != nil:
+		return rd.add(p.where, p.obj)
+	}
+	for _, item := range p.items {
+		if err := rd.addParsed(item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseDocument is parse, with the document's own error returned.
+func parseDocument(where string, data []byte, def *schema.GroupVersionKind) (*parsed, error) {
+	js, strict, err := toJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid YAML: %v", where, err)
+	}
+	out := &parsed{where: where}
 	if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
-		return nil // empty: only comments, or nothing between two "---"
+		return out, nil // empty: only comments, or nothing between two "---"
 	}
 	var head struct {
 		APIVersion any             `json:"apiVersion"`
@@ -147,12 +196,12 @@ func (rd *reader) document(where string, data []byte, def *schema.GroupVersionKi
 		Items      json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(js, &head); err != nil {
-		return fmt.Errorf("%s: not a Kubernetes object (a mapping with apiVersion and kind): %s", where, excerpt(js))
+		return nil, fmt.Errorf("%s: not a Kubernetes object (a mapping with apiVersion and kind): %s", where, excerpt(js))
 	}
 	apiVersion, ok1 := head.APIVersion.(string)
 	kind, ok2 := head.Kind.(string)
 	if (head.APIVersion != nil && !ok1) || (head.Kind != nil && !ok2) {
-		return fmt.Errorf("%s: apiVersion and kind must be strings", where)
+		return nil, fmt.Errorf("%s: apiVersion and kind must be strings", where)
 	}
 	if def != nil {
 		if apiVersion == "" {
@@ -163,14 +212,14 @@ func (rd *reader) document(where string, data []byte, def *schema.GroupVersionKi
 		}
 	}
 	if kind == "" {
-		return fmt.Errorf("%s: no kind", where)
+		return nil, fmt.Errorf("%s: no kind", where)
 	}
 	if apiVersion == "" {
-		return fmt.Errorf("%s: %s has no apiVersion", where, kind)
+		return nil, fmt.Errorf("%s: %s has no apiVersion", where, kind)
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		return fmt.Errorf("%s: %s: %v", where, kind, err)
+		return nil, fmt.Errorf("%s: %s: %v", where, kind, err)
 	}
 	gvk := gv.WithKind(kind)
 	var ns, name string
@@ -183,45 +232,81 @@ func (rd *reader) document(where string, data []byte, def *schema.GroupVersionKi
 	}
 
 	if strings.HasSuffix(kind, "List") && (kind == "List" || head.Items != nil) {
-		var items []json.RawMessage
-		if err := json.Unmarshal(head.Items, &items); head.Items != nil && err != nil {
-			return fmt.Errorf("%s: %s: items must be a list", where, kind)
-		}
-		var itemDef *schema.GroupVersionKind
-		if kind != "List" {
-			d := gv.WithKind(strings.TrimSuffix(kind, "List"))
-			itemDef = &d
-		}
-		for i, item := range items {
-			if err := rd.document(fmt.Sprintf("%s, item %d", where, i+1), item, itemDef); err != nil {
-				return err
-			}
-		}
-		return nil
+		out.items, err = parseItems(where, gv, kind, head.Items)
+		return out, err
 	}
 
 	if !expanded[gvk] {
-		if want, ok := expandedKinds[kind]; ok && builtinGroups[gv.Group] {
-			return fmt.Errorf("%s: %s %s: %s is not served by Kubernetes any more; use %s",
-				where, kind, objName(ns, name), apiVersion, want.GroupVersion())
-		}
-		why := skipReasons[kind]
-		switch {
-		case why != "":
-		case scheme.Scheme.Recognizes(gvk):
-			why = "creates no pods"
-		default:
-			why = "not a built-in kind; any pods it creates are not planned"
-		}
-		rd.w.Skipped = append(rd.w.Skipped, fmt.Sprintf("%s %s: %s", kind, objName(ns, name), why))
-		return nil
+		out.skip, err = skipped(where, gvk, apiVersion, objName(ns, name))
+		return out, err
 	}
 
-	obj, _, err := decoder.Decode(data, &gvk, nil)
-	if err != nil { // strict decoding errors (unknown or duplicate fields) included
-		return fmt.Errorf("%s: %s %s: %v", where, kind, objName(ns, name), err)
+	if out.obj, err = decode(data, js, strict, &gvk); err != nil { // strict decoding errors (unknown or duplicate fields) included
+		return nil, fmt.Errorf("%s: %s %s: %v", where, kind, objName(ns, name), err)
 	}
-	return rd.add(where, obj)
+	return out, nil
+}
+
+// parseItems parses the items of a List (kind "List", or a typed list such as PodList, whose
+// items default to its kind without "List").
+func parseItems(where string, gv schema.GroupVersion, kind string, raw json.RawMessage) ([]*parsed, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); raw != nil && err != nil {
+		return nil, fmt.Errorf("%s: %s: items must be a list", where, kind)
+	}
+	var itemDef *schema.GroupVersionKind
+	if kind != "List" {
+		d := gv.WithKind(strings.TrimSuffix(kind, "List"))
+		itemDef = &d
+	}
+	out := make([]*parsed, len(items))
+	for i, item := range items {
+		out[i] = parse(fmt.Sprintf("%s, item %d", where, i+1), item, itemDef)
+	}
+	return out, nil
+}
+
+// skipped says why a document of a kind Read does not expand is skipped ("kind name: why"), or
+// refuses it when it is an old version of a kind Read expands.
+func skipped(where string, gvk schema.GroupVersionKind, apiVersion, name string) (string, error) {
+	if want, ok := expandedKinds[gvk.Kind]; ok && builtinGroups[gvk.Group] {
+		return "", fmt.Errorf("%s: %s %s: %s is not served by Kubernetes any more; use %s",
+			where, gvk.Kind, name, apiVersion, want.GroupVersion())
+	}
+	why := skipReasons[gvk.Kind]
+	switch {
+	case why != "":
+	case scheme.Scheme.Recognizes(gvk):
+		why = "creates no pods"
+	default:
+		why = "not a built-in kind; any pods it creates are not planned"
+	}
+	return fmt.Sprintf("%s %s: %s", gvk.Kind, name, why), nil
+}
+
+// toJSON converts a YAML (or JSON) document to JSON, strictly when it can (strict is then
+// true): the strict conversion fails on duplicate keys, which decode reports; any other error
+// is a YAML error.
+func toJSON(data []byte) (js []byte, strict bool, err error) {
+	if js, err := yaml.YAMLToJSONStrict(data); err == nil {
+		return js, true, nil
+	}
+	js, err = yaml.YAMLToJSON(data)
+	return js, false, err
+}
+
+// decode decodes a document of kind gvk: from js, its JSON, when the strict conversion made it
+// (the same object and the same errors as decoding the YAML), else from the YAML, which reports
+// the duplicate keys.
+func decode(data, js []byte, strict bool, gvk *schema.GroupVersionKind) (runtime.Object, error) {
+	var obj runtime.Object
+	var err error
+	if strict {
+		obj, _, err = jsonDecoder.Decode(js, gvk, nil)
+	} else {
+		obj, _, err = yamlDecoder.Decode(data, gvk, nil)
+	}
+	return obj, err
 }
 
 // add expands one decoded object.

@@ -5,14 +5,17 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // MaxPods bounds the pods a set of manifests may create: a plan of more is no plan a user waits
@@ -59,8 +62,13 @@ func read(r io.Reader, source string) (*Workload, error) {
 	}
 	w := &Workload{}
 	rd := &reader{source: source, w: w}
-	for _, d := range split(data) {
-		if err := rd.document(d.where(source), d.data, nil); err != nil {
+	docs := split(data)
+	parsedDocs := make([]*parsed, len(docs))
+	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(docs), func(i int) {
+		parsedDocs[i] = parse(docs[i].where(source), docs[i].data, nil)
+	})
+	for _, p := range parsedDocs {
+		if err := rd.addParsed(p); err != nil {
 			return nil, err
 		}
 	}

@@ -473,6 +473,34 @@ items:
 			wantErr: []string{"document 1 (line 1), item 2", "no kind"},
 		},
 		{
+			// Documents are decoded in parallel but added in order: an error found while adding
+			// document 1 comes before one found while decoding document 2.
+			name:    "an error adding a document before one decoding the next",
+			in:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n---\nkind: Pod\n  metadata: [\n",
+			wantErr: []string{"document 1", "Pod default/p", "at least one container is required"},
+		},
+		{
+			name: "an error adding a List item before one decoding the next",
+			in: `apiVersion: v1
+kind: List
+items:
+- apiVersion: batch/v1
+  kind: Job
+  metadata: {name: j}
+  spec: {template: {spec: {}}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p}
+  spec: {containerz: []}
+`,
+			wantErr: []string{"item 1", "Job default/j", "at least one container is required"},
+		},
+		{
+			name:    "duplicate and unknown fields reported together",
+			in:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nmetadata: {name: q}\nspec: {containerz: [{name: c}]}\n",
+			wantErr: []string{"document 1", "Pod q", `"metadata" already set`, `unknown field "spec.containerz"`},
+		},
+		{
 			name:    "a removed API version",
 			in:      "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: old}\n",
 			wantErr: []string{"Deployment old", "extensions/v1beta1 is not served", "use apps/v1"},
