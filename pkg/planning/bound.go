@@ -2,7 +2,11 @@ package planning
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailor-eks/tailor/pkg/lowerbound"
 )
@@ -26,7 +30,7 @@ func (p *Plan) LowerBound() (float64, error) {
 	if len(p.classes) == 0 {
 		return 0, nil
 	}
-	d := newDims()
+	d := boundDims(p)
 	var avail []vec
 	for _, t := range p.templates {
 		avail = append(avail, d.vec(t.Available, false))
@@ -126,6 +130,31 @@ func (p *Plan) LowerBound() (float64, error) {
 		return max(split, wb), nil
 	}
 	return split, nil
+}
+
+// boundDims are the dimensions of the plan's templates and pods in a fixed order (pods, then
+// the resource names sorted). Adding them as vectors are made would follow map order, which
+// permutes the LP's rows from run to run and with them the solver's rounding: the same plan
+// would get bounds that differ in the ninth digit.
+func boundDims(p *Plan) *dims {
+	names := map[corev1.ResourceName]bool{}
+	for _, t := range p.templates {
+		for name := range t.Available {
+			names[name] = true
+		}
+	}
+	for _, c := range p.classes {
+		for _, pod := range c.pods {
+			for name := range pod.Requests {
+				names[name] = true
+			}
+		}
+	}
+	d := newDims()
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		d.add(name)
+	}
+	return d
 }
 
 // maxWholeBoundGroups bounds the groups for which LowerBound also solves the whole-pod

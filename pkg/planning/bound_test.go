@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -100,5 +102,23 @@ func TestBoundKeepsPodsWhole(t *testing.T) {
 	// m5.2xlarge: $0.384/h for 7.91 allocatable cpu; the pod needs 6 of them.
 	if want := 0.384 * 6 / 7.91; bound < want*0.99 || bound > 0.384 {
 		t.Errorf("bound $%.4f/h, want about $%.4f/h (m5.2xlarge's share)", bound, want)
+	}
+}
+
+// TestBoundDimsFixedOrder: the bound's LP rows follow the resource names, not map order, so the
+// same plan gets the same bound to the last digit on every run.
+func TestBoundDimsFixedOrder(t *testing.T) {
+	one := resource.MustParse("1")
+	plan := &Plan{
+		templates: []*Template{{Available: corev1.ResourceList{corev1.ResourceCPU: one, corev1.ResourceMemory: one, corev1.ResourcePods: one,
+			corev1.ResourceEphemeralStorage: one, "nvidia.com/gpu": one, "hugepages-2Mi": one}}},
+		classes: []classSummary{{pods: []*Pod{{Requests: corev1.ResourceList{corev1.ResourceCPU: one, "example.com/dongle": one}}}}},
+	}
+	want := []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceCPU, corev1.ResourceEphemeralStorage, "example.com/dongle",
+		"hugepages-2Mi", corev1.ResourceMemory, "nvidia.com/gpu"}
+	for i := 0; i < 20; i++ { // map order changes from one iteration to the next
+		if got := boundDims(plan).names; !slices.Equal(got, want) {
+			t.Fatalf("dimensions %v, want %v", got, want)
+		}
 	}
 }
