@@ -117,6 +117,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		return rep, exit
 	}
 	if !settled {
+		if ctx.Err() != nil {
+			return rep, fmt.Errorf("interrupted before the burst settled: %w", context.Cause(ctx))
+		}
 		return rep, fmt.Errorf("the burst did not settle within %s", b.o.timeout)
 	}
 	progressf("settled %.1fs after the apply: %d pods, %d nodes, $%.4f/h (plan: %d nodes, $%.4f/h), %d evictions, %d drains",

@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "working directory for data, logs and kubeconfig (default: a new temporary one, removed after a settled run)")
 	flag.StringVar(&o.namespace, "namespace", "burst", "namespace the burst's objects are created in")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "how long the burst may take to settle")
-	flag.DurationVar(&o.quiet, "settle-quiet", 5*time.Second, "how long every pod must stay Running, with no claim in flight, to count as settled")
+	flag.DurationVar(&o.quiet, "settle-quiet", 5*time.Second, "how long every pod must stay Running, with no pod created or lost, no node drained and no claim in flight, to count as settled")
 	flag.Float64Var(&o.schedulerQPS, "scheduler-qps", 0, "both schedulers' API client QPS (burst twice that); 0 keeps the sandbox's 100, which bounds the fit-existing phase's pods/s")
 	flag.IntVar(&o.fitPods, "fit-existing", 2000, "pods of the fit-existing phase, per scheduler (0: skip it)")
 	flag.Parse()
@@ -73,6 +73,8 @@ func run(o options) (err error) {
 		defer func() {
 			if err == nil {
 				os.RemoveAll(o.dir)
+			} else {
+				progressf("logs kept in %s", o.dir)
 			}
 		}()
 	}
