@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -363,7 +364,7 @@ func (ps *planState) classify(pods []*Pod) []*class {
 			v = &verdict{reasons: map[string]int{}}
 			rep := c.rep()
 			for ti := range ps.pl.Templates {
-				if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" {
+				if r := rep.Filter.Filter(ps.ctx, ps.templateInfo(ti)); r != "" && !skewOnly(c, r) {
 					v.reasons[r]++
 					continue
 				}
@@ -410,6 +411,15 @@ func (ps *planState) classify(pods []*Pod) []*class {
 		return size(classes[i].rep().Requests) > size(classes[j].rep().Requests)
 	})
 	return classes
+}
+
+// skewOnly says whether a template refused a spread class only for the skew its zone (or other
+// domain) would have now. That verdict changes as the plan places the class's pods (each
+// placement is judged again, with the pods placed so far): in a cluster whose domains are
+// uneven, a class accepted only by the emptiest domain's templates could place a pod or two
+// there and no more, though the next pods may go to the other domains once it catches up.
+func skewOnly(c *class, reason string) bool {
+	return len(c.spreadKeys) > 0 && reason == podtopologyspread.ErrReasonConstraintsNotMatch
 }
 
 // topTier keeps, of the templates the class's Filter verdict accepts, those of the highest-weight
