@@ -15,11 +15,12 @@ import (
 // which its controller creates at about 20 a second.
 const rolloutStall = 2 * time.Minute
 
-// recentPending is how young a pending pod must be to say the cluster is still scaling up: a
-// controller is creating pods, and the next of them need the room there is now. An older pending
+// recentPending is how young a pending pod must be to say the cluster is still scaling up: it
+// may be waiting in the scheduler's queue for its next try, on its way to a claim, or planned
+// again after a node refused it, and the room there is now may be what it needs. An older pending
 // pod that no claim waits for is one no launch can serve (too big for every type, say), and must
 // not hold consolidation back for good.
-const recentPending = 30 * time.Second
+const recentPending = 2 * time.Minute
 
 // scaleUp says why the cluster is still scaling up ("" if it is not). While it is, no voluntary
 // disruption starts (interruptions and deletions go on): the room consolidation would take is the

@@ -44,7 +44,7 @@ func TestScaleUp(t *testing.T) {
 		{name: "a failed claim", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimFailed)}},
 		{name: "a claim going", claims: []*v1alpha1.Claim{claim(v1alpha1.ClaimLaunched, deleting)}},
 		{name: "pods just created", pending: []*corev1.Pod{pendingFor(5 * time.Second), pendingFor(time.Hour)},
-			want: "1 pods created in the last 30s are pending"},
+			want: "1 pods created in the last 2m0s are pending"},
 		{name: "a pod pending for long that no claim waits for", pending: []*corev1.Pod{pendingFor(time.Hour)}},
 		{name: "workloads still creating pods", owing: []rollout.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "web", Owed: 280}, {Kind: "Job", Namespace: "ns", Name: "fan", Owed: 3}},
 			want: "ReplicaSet ns/web owes 280 pods (and 1 more workloads are creating pods)"},

@@ -36,6 +36,9 @@ var (
 	// BatchPods is the size of each planned batch.
 	BatchPods = metrics.NewHistogram(&metrics.HistogramOpts{Namespace: namespace, Subsystem: provisioning, Name: "batch_pods",
 		Help: "Pods in each planned batch.", Buckets: metrics.ExponentialBuckets(1, 2, 12), StabilityLevel: metrics.ALPHA})
+	// ExpectedPods counts the pods planned before their controllers created them.
+	ExpectedPods = metrics.NewCounter(&metrics.CounterOpts{Namespace: namespace, Subsystem: provisioning, Name: "expected_pods_total",
+		Help: "Pods planned with a batch before their controllers (ReplicaSets, StatefulSets, Jobs) created them.", StabilityLevel: metrics.ALPHA})
 	// PlanDuration is how long planning a batch took.
 	PlanDuration = metrics.NewHistogram(&metrics.HistogramOpts{Namespace: namespace, Subsystem: provisioning, Name: "plan_duration_seconds",
 		Help: "Time to plan one batch (catalog read, in-flight fill, packing).", Buckets: metrics.ExponentialBuckets(0.001, 2, 15), StabilityLevel: metrics.ALPHA})
@@ -83,7 +86,7 @@ func Register(s State) {
 	collector.state = s
 	collector.mu.Unlock()
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Batches, BatchPods, PlanDuration, Launches, OfferingsMarkedUnavailable, RegistrationDuration)
+		legacyregistry.MustRegister(Batches, BatchPods, ExpectedPods, PlanDuration, Launches, OfferingsMarkedUnavailable, RegistrationDuration)
 		legacyregistry.CustomMustRegister(collector)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -41,6 +42,8 @@ type Operator struct {
 	Args        *config.TailorArgs
 	Ledger      *ledger.Ledger
 	Provisioner *provisioning.Provisioner
+	// Expectations are the claims keeping room for pods still to come, for the plugin's Score.
+	Expectations *provisioning.Expectations
 
 	handle     framework.Handle
 	store      *claims.Store
@@ -116,7 +119,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	pdbs.Informer()
 	replicaSets, statefulSets, jobs := h.SharedInformerFactory().Apps().V1().ReplicaSets(), h.SharedInformerFactory().Apps().V1().StatefulSets(),
 		h.SharedInformerFactory().Batch().V1().Jobs()
-	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister()}
+	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Pods: pods.Lister()}
 	if configFile == "" {
 		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
 	}
@@ -136,7 +139,12 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	if len(skipped) > 0 {
 		logger.Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
 	}
-	o := &Operator{Args: args, Ledger: ledger.New(), handle: h, store: store,
+	// The room kept for a workload's pods still to come stands while it has pods to place.
+	expectations := &provisioning.Expectations{Waiting: func(x v1alpha1.ExpectedPods) bool {
+		w, ok := rollouts.Get(x.Kind, x.Namespace, x.Name, types.UID(x.UID))
+		return ok && w.Wants > rollouts.Placed(w)
+	}}
+	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, handle: h, store: store,
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
 		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer()}}
 	observed := &catalog.Observed{}
@@ -145,7 +153,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
-		Offerings: offs,
+		Offerings: offs, Rollouts: rollouts,
 	})
 	// Every replica serves the metrics from the start, leader or not.
 	poolNames := make([]string, len(args.Pools))
@@ -185,15 +193,24 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
 	// which claim, and a claim deleted by anyone releases its pods.
 	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { launcher.Rebuild([]*v1alpha1.Claim{obj.(*v1alpha1.Claim)}) },
+		AddFunc: func(obj interface{}) {
+			cl := obj.(*v1alpha1.Claim)
+			launcher.Rebuild([]*v1alpha1.Claim{cl})
+			o.Expectations.Follow(cl)
+		},
 		UpdateFunc: func(old, obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
 			launcher.Follow(old.(*v1alpha1.Claim), cl)
+			o.Expectations.Follow(cl)
 			if cl.DeletionTimestamp != nil {
 				o.consolidation.Prompt() // someone deleted it: drain its node now
 			}
 		},
-		DeleteFunc: func(obj interface{}) { launcher.Release(obj.(*v1alpha1.Claim)) },
+		DeleteFunc: func(obj interface{}) {
+			cl := obj.(*v1alpha1.Claim)
+			launcher.Release(cl)
+			o.Expectations.Forget(cl.Name)
+		},
 	}); err != nil {
 		return nil, err
 	}

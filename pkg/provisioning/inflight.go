@@ -3,8 +3,8 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -40,17 +40,11 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(accepted) == 0 {
 			continue
 		}
-		uids := make([]types.UID, 0, len(accepted))
 		taken := map[types.UID]bool{}
-		activate := make([]*corev1.Pod, 0, len(accepted))
 		for _, a := range accepted {
-			uids = append(uids, a.Pod.UID)
 			taken[a.Pod.UID] = true
-			activate = append(activate, a.Pod)
-			p.Recorder.Eventf(a.Pod, nil, corev1.EventTypeNormal, "Nominated", "Provisioning",
-				"claim %s: planned onto in-flight capacity (%s in %s, node %s)", c.Name, c.Status.InstanceType, c.Status.Zone, c.Status.NodeName)
 		}
-		p.Ledger.Add(c.Name, c.Status.NodeName, uids)
+		p.announce(c, accepted, fmt.Sprintf("planned onto in-flight capacity (%s in %s, node %s)", c.Status.InstanceType, c.Status.Zone, c.Status.NodeName))
 		logger.V(2).Info("Placed pods on in-flight claim", "claim", c.Name, "pods", len(accepted))
 		rest := pods[:0:0]
 		for _, pod := range pods {
@@ -59,7 +53,6 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 			}
 		}
 		pods = rest
-		p.Activate(activate)
 	}
 	return pods
 }
@@ -82,21 +75,32 @@ func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []
 			accepted = nil
 			return nil
 		}
-		var placed []*planning.Pod
-		for _, pod := range p.launcher.claimPods(cur) {
-			placed = append(placed, planning.NewPod(pod, nil))
-		}
-		if accepted = planning.FitOnto(ctx, t, cur.Status.NodeName, placed, candidates); len(accepted) == 0 {
+		if accepted = planning.FitOnto(ctx, t, cur.Status.NodeName, p.placedOn(cur), candidates); len(accepted) == 0 {
 			return nil
 		}
-		for _, pod := range accepted {
-			cur.Spec.Pods = append(cur.Spec.Pods, v1alpha1.PodRef{Namespace: pod.Pod.Namespace, Name: pod.Pod.Name, UID: string(pod.Pod.UID)})
-		}
-		cur.Spec.PodCount = len(cur.Spec.Pods)
-		cur, err = p.Claims.Update(ctx, cur)
+		cur, err = p.recordOn(ctx, cur, accepted)
 		return err
 	})
 	return cur, accepted, err
+}
+
+// placedOn are the claim's pods still waiting for it, as pods a node of its holds.
+func (p *Provisioner) placedOn(c *v1alpha1.Claim) []*planning.Pod {
+	var placed []*planning.Pod
+	for _, pod := range p.launcher.claimPods(c) {
+		placed = append(placed, planning.NewPod(pod, nil))
+	}
+	return placed
+}
+
+// recordOn adds pods to the claim's spec, so a restart rebuilds the same ledger, and returns it
+// as updated.
+func (p *Provisioner) recordOn(ctx context.Context, c *v1alpha1.Claim, pods []*planning.Pod) (*v1alpha1.Claim, error) {
+	for _, pod := range pods {
+		c.Spec.Pods = append(c.Spec.Pods, v1alpha1.PodRef{Namespace: pod.Pod.Namespace, Name: pod.Pod.Name, UID: string(pod.Pod.UID)})
+	}
+	c.Spec.PodCount = len(c.Spec.Pods)
+	return p.Claims.Update(ctx, c)
 }
 
 // claimTemplate is the template of the instance a claim launched.

@@ -23,6 +23,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/nodeshape"
 	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
 // retryAfterFailure is how long pods of a launch that failed for another reason (an API or
@@ -74,19 +75,32 @@ func NewLauncher(o Options) *Launcher {
 // Record records a planned node as a claim and reserves its pods on it; the caller launches it.
 // It returns nil (after telling the pods why) if the claim cannot be recorded or the pool is at
 // its limit.
-func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha1.Claim {
+//
+// Pods their controllers have not created yet (expected.go) are not the claim's pods: the claim
+// counts them per workload (shares names each pod's workload) in its ExpectedPods.
+func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode, shares map[types.UID]rollout.Workload) *v1alpha1.Claim {
 	logger := klog.FromContext(ctx)
 	t := n.Template
 	claim := newClaim(n)
 	uids := make([]types.UID, 0, len(n.Pods))
+	// Named after every pod planned onto it, those still to come included, so two nodes planned
+	// for pods still to come never share a name.
+	var named []v1alpha1.PodRef
 	for _, p := range n.Pods {
-		claim.Spec.Pods = append(claim.Spec.Pods, v1alpha1.PodRef{Namespace: p.Pod.Namespace, Name: p.Pod.Name, UID: string(p.Pod.UID)})
+		ref := v1alpha1.PodRef{Namespace: p.Pod.Namespace, Name: p.Pod.Name, UID: string(p.Pod.UID)}
+		named = append(named, ref)
+		if isExpected(p) {
+			continue
+		}
+		claim.Spec.Pods = append(claim.Spec.Pods, ref)
 		uids = append(uids, p.Pod.UID)
 	}
+	claim.Spec.PodCount = len(claim.Spec.Pods)
+	claim.Spec.ExpectedPods = expectedOn(n, shares)
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, t.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error
-		created, err = l.createClaim(ctx, claim, podsKey(claim.Spec.Pods))
+		created, err = l.createClaim(ctx, claim, podsKey(named))
 		if err != nil {
 			return "", err
 		}
@@ -96,6 +110,9 @@ func (l *Launcher) Record(ctx context.Context, n *planning.PlannedNode) *v1alpha
 		logger.Info("No launch; pods will be retried", "pool", t.Pool.Name, "err", err, "after", retryAfterFailure)
 		pods := make([]*corev1.Pod, 0, len(n.Pods))
 		for _, p := range n.Pods {
+			if isExpected(p) {
+				continue
+			}
 			l.Recorder.Eventf(p.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "no launch: %v", err)
 			pods = append(pods, p.Pod)
 		}
@@ -187,16 +204,17 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		delete(l.inflight, c.Name)
 		l.mu.Unlock()
 	}()
-	if len(c.Spec.Pods) > 0 && len(l.claimPods(c)) == 0 {
+	if (len(c.Spec.Pods) > 0 || len(c.Spec.ExpectedPods) > 0) && len(l.claimPods(c)) == 0 && !l.stillExpected(c) {
 		// Every pod the claim was planned for is gone (deleted, or placed elsewhere) before it
-		// launched, as when a rollout is undone during a restart: launch no node nobody waits
-		// for. Had an attempt before a crash launched after all, its instance is tagged with
-		// this claim, and the garbage collector terminates it once the claim is gone.
+		// launched, as when a rollout is undone during a restart, and no workload it was planned
+		// for still creates pods (one scaled back before the launch): launch no node nobody
+		// waits for. Had an attempt before a crash launched after all, its instance is tagged
+		// with this claim, and the garbage collector terminates it once the claim is gone.
 		if err := l.Claims.Delete(ctx, c.Name); err != nil && !apierrors.IsNotFound(err) {
 			logger.Error(err, "Cannot drop claim whose pods are gone; will retry")
 			return
 		}
-		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods))
+		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods), "expectedPods", len(c.Spec.ExpectedPods))
 		return
 	}
 	select {

@@ -7,6 +7,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/metrics"
 	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
+	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
 // Options wires a Provisioner.
@@ -40,6 +42,9 @@ type Options struct {
 	Offerings *offerings.Cache
 	// Clock reads the time and schedules the retries; default the real one.
 	Clock clock.WithDelayedExecution
+	// Rollouts, if set, finds the workloads of pods and what they will still create: their
+	// pods still to come are planned with the batch (expected.go).
+	Rollouts *rollout.Lister
 }
 
 // clock is Options.Clock, or the real one.
@@ -60,6 +65,8 @@ type Provisioner struct {
 	// planning holds pods taken from the batcher and not yet in the ledger, so a retry of one of
 	// them during planning does not plan it twice.
 	planning map[types.UID]bool
+	// rollouts remembers which workloads' pods still to come were planned already.
+	rollouts rolloutPlans
 }
 
 // New builds a Provisioner.
@@ -158,18 +165,25 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		}
 		return
 	}
+	if pods = p.fillExpected(ctx, pods, templates); len(pods) == 0 {
+		return
+	}
 	if pods = p.fillInFlight(ctx, pods, templates); len(pods) == 0 {
 		return
 	}
+	expected, shares := p.expected(pods)
 	planner := &planning.Planner{Templates: templates}
-	plan := planner.Plan(ctx, pods)
+	plan := planner.Plan(ctx, append(pods, expected...))
 	metrics.Batches.Inc()
 	metrics.BatchPods.Observe(float64(len(pods)))
+	metrics.ExpectedPods.Add(float64(len(expected)))
 	metrics.PlanDuration.Observe(p.clock().Since(start).Seconds())
-	logger.V(2).Info("Planned batch", "pods", len(pods), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
+	logger.V(2).Info("Planned batch", "pods", len(pods), "expected", len(expected), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
 		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", p.clock().Since(start))
 	for _, u := range plan.Unschedulable {
-		p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
+		if !strings.HasPrefix(string(u.Pod.UID), expectedUIDPrefix) {
+			p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
+		}
 	}
 	// Recording claims is quick and puts the pods in the ledger before the next batch is
 	// planned; the launches themselves run on, so a slow cloud call never holds up planning.
@@ -179,7 +193,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claims[i] = p.launcher.Record(ctx, n)
+			claims[i] = p.launcher.Record(ctx, n, shares)
 		}()
 	}
 	wg.Wait()

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Workload is one whose controller still owes pods.
@@ -38,9 +40,11 @@ func (w Workload) String() string {
 
 // Lister finds the profile's workloads that owe pods, from the informers' caches.
 type Lister struct {
-	ReplicaSets   appslisters.ReplicaSetLister
-	StatefulSets  appslisters.StatefulSetLister
-	Jobs          batchlisters.JobLister
+	ReplicaSets  appslisters.ReplicaSetLister
+	StatefulSets appslisters.StatefulSetLister
+	Jobs         batchlisters.JobLister
+	// Pods counts a workload's live pods (Live); Owing does not need it.
+	Pods          corelisters.PodLister
 	SchedulerName string
 }
 
@@ -172,6 +176,36 @@ func (l *Lister) Of(pod *corev1.Pod) (Workload, bool) {
 		return Workload{}, false
 	}
 	return w, l.ours(w.Template)
+}
+
+// Live counts the workload's pods that exist and have not finished: those its controller
+// created and that still count against what it wants.
+func (l *Lister) Live(w Workload) int { return l.count(w, false) }
+
+// Placed counts the workload's live pods that have a node.
+func (l *Lister) Placed(w Workload) int { return l.count(w, true) }
+
+func (l *Lister) count(w Workload, placed bool) int {
+	pods, err := l.Pods.Pods(w.Namespace).List(labels.SelectorFromSet(w.Template.Labels))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == w.UID && p.DeletionTimestamp == nil &&
+			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && (!placed || p.Spec.NodeName != "") {
+			n++
+		}
+	}
+	return n
+}
+
+// Get returns the workload of kind, namespace and name if it is still the one with uid, with
+// Wants and Template set.
+func (l *Lister) Get(kind, namespace, name string, uid types.UID) (Workload, bool) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, OwnerReferences: []metav1.OwnerReference{
+		{Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}}}
+	return l.Of(pod)
 }
 
 // Progress remembers when each owing workload last made progress (created a pod), so a

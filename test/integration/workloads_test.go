@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/dryrun"
 )
 
 // The control plane runs kube-controller-manager's default controllers, as EKS does: a Job, a
@@ -224,4 +228,46 @@ func fleetPrice(t *testing.T) float64 {
 		sum += p
 	}
 	return sum
+}
+
+// A rollout reaches the scheduler over seconds (the controller manager creates about 20 pods a
+// second), yet is planned whole: the fleet two Deployments of 210 pods end with costs at most 5%
+// more than the plan command's for the same pods, on at most 15% more nodes. Planned wave by
+// wave, each second's pods got nodes of their own.
+func TestRolloutPlannedWhole(t *testing.T) {
+	ns := newNamespace(t)
+	spread := podSpec("1", "2Gi")
+	spread.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}
+	deployments := []*appsv1.Deployment{deployment(ns, "web", 150, podSpec("250m", "512Mi")), deployment(ns, "api", 60, spread)}
+	var manifest []byte
+	for _, d := range deployments {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(append(manifest, b...), []byte("---\n")...)
+	}
+	path := filepath.Join(t.TempDir(), "rollout.yaml")
+	if err := os.WriteFile(path, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := dryrun.Plan(context.Background(), dryrun.Options{Files: []string{path}, Config: schedulerConfig,
+		Catalog: "shipped", Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deployments {
+		createDeploymentObject(t, d)
+	}
+	waitForWithin(t, "all 210 pods Running", 3*time.Minute, func() bool { return len(runningPods(t, ns)) == 210 })
+	fleet, nodes := fleetPrice(t), len(listClaims(t))
+	want, wantNodes := plan.Plan.PricePerHour(), len(plan.Plan.Nodes)
+	t.Logf("fleet $%.4f/h on %d nodes; plan $%.4f/h on %d nodes (%.3f×, %.3f×)", fleet, nodes, want, wantNodes, fleet/want, float64(nodes)/float64(wantNodes))
+	if fleet > 1.05*want || float64(nodes) > 1.15*float64(wantNodes) {
+		for _, c := range listClaims(t) {
+			t.Logf("claim %s %s %s pods=%d expected=%v", c.Name, c.Status.InstanceType, c.Status.Zone, len(c.Spec.Pods), c.Spec.ExpectedPods)
+		}
+		t.Errorf("fleet $%.4f/h on %d nodes, want at most 5%% above the plan's $%.4f/h and 15%% above its %d nodes", fleet, nodes, want, wantNodes)
+	}
 }

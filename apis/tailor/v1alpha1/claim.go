@@ -68,6 +68,9 @@ type ClaimSpec struct {
 	Pods []PodRef `json:"pods,omitempty"`
 	// PodCount is len(Pods), kept for printer columns.
 	PodCount int `json:"podCount"`
+	// ExpectedPods are the workloads whose pods the plan put on the node before their
+	// controllers had created them all: a rollout planned whole, not wave by wave.
+	ExpectedPods []ExpectedPods `json:"expectedPods,omitempty"`
 	// Resources is the allocatable the plan assumed for the node.
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
@@ -77,6 +80,23 @@ type PodRef struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid"`
+}
+
+// ExpectedPods is one workload's share of a claim: how many of its pods the plan put on the
+// node, those its controller had not yet created included. Until that many run there, and while
+// the workload has pods still to place, the node keeps their room: other pods do not fit into it
+// (Tailor's Filter), the workload's pods prefer it (Tailor's Score), and consolidation leaves the
+// node alone while the workload still creates pods.
+type ExpectedPods struct {
+	// Kind is ReplicaSet, StatefulSet or Job.
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Count is how many of its pods the plan put on the node.
+	Count int `json:"count"`
+	// Requests are what one of its pods requests: the room each pod still to come keeps.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
 // ClaimStatus is what happened.

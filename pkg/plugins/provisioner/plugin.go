@@ -30,12 +30,14 @@ const Name = "Tailor"
 
 // Plugin implements PostFilter, Reserve and Unreserve.
 type Plugin struct {
-	handle  framework.Handle
-	args    *config.TailorArgs
-	ledger  *ledger.Ledger
-	prov    *provisioning.Provisioner
-	daemons *daemons
-	ready   atomic.Bool
+	handle framework.Handle
+	args   *config.TailorArgs
+	ledger *ledger.Ledger
+	prov   *provisioning.Provisioner
+	// expected are the claims keeping room for pods still to come (Score).
+	expected *provisioning.Expectations
+	daemons  *daemons
+	ready    atomic.Bool
 
 	// starting holds pods that failed while Tailor was starting; they are activated once it is
 	// ready instead of waiting for the scheduler's periodic flush.
@@ -46,6 +48,9 @@ type Plugin struct {
 var (
 	_ framework.PostFilterPlugin = &Plugin{}
 	_ framework.ReservePlugin    = &Plugin{}
+	_ framework.PreScorePlugin   = &Plugin{}
+	_ framework.ScorePlugin      = &Plugin{}
+	_ framework.FilterPlugin     = &Plugin{}
 )
 
 // NewFactory returns the plugin's factory. configFile is the scheduler's --config: consolidation
@@ -69,7 +74,7 @@ func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
-		pl.ledger, pl.prov = op.Ledger, op.Provisioner
+		pl.ledger, pl.prov, pl.expected = op.Ledger, op.Provisioner, op.Expectations
 		op.Start(ctx, func() {
 			pl.ready.Store(true)
 			pl.startingMu.Lock()
@@ -125,6 +130,33 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 	}
 	return lifecycle.Ready(ni.Node()) && !lifecycle.Starting(pl.args, ni.Node())
 }
+
+// PreScore skips Score when no claim keeps room for pods still to come.
+func (pl *Plugin) PreScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if !pl.expected.Any() {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score prefers, for a pod of a workload whose pods were planned before they existed, the nodes
+// launched with room for them, and for any other pod the nodes whose room is not planned for
+// others (provisioning.Expectations).
+func (pl *Plugin) Score(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	return pl.expected.Score(pod, ni, framework.MaxNodeScore), nil
+}
+
+// Filter refuses a node whose free room is kept for other workloads' pods still to come
+// (provisioning.Expectations): the plan launched it for them.
+func (pl *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	if why := pl.expected.Refusal(pod, ni); why != "" {
+		return fwk.NewStatus(fwk.Unschedulable, why)
+	}
+	return nil
+}
+
+// ScoreExtensions: the scores need no normalizing.
+func (pl *Plugin) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // Reserve takes the pod off its claim: it has a node now.
 func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {

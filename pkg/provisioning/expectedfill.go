@@ -1,0 +1,211 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// fillExpected puts pods onto the claims that planned room for them before they existed (a
+// rollout planned whole, expected.go) and whose nodes have not registered yet: each pod takes
+// the place of one of its workload's pods still to come, if its Filter plugins accept the node
+// (with the claim's other pods, and the room kept for other workloads, on it). It returns the
+// pods still without capacity. On EKS a node takes a minute to join, so most of a rollout's pods
+// arrive while the nodes planned for them boot; planned anew, each would get a second node.
+func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
+	if p.Rollouts == nil || len(pods) == 0 {
+		return pods
+	}
+	byWorkload := map[types.UID][]*planning.Pod{}
+	var rest []*planning.Pod
+	for _, pod := range pods {
+		if w, ok := p.Rollouts.Of(pod.Pod); ok {
+			byWorkload[w.UID] = append(byWorkload[w.UID], pod)
+		} else {
+			rest = append(rest, pod)
+		}
+	}
+	for _, cached := range p.Claims.List() {
+		if len(byWorkload) == 0 {
+			break
+		}
+		if !keepsRoomFor(cached, byWorkload) {
+			continue
+		}
+		c, taken, err := p.takeExpected(ctx, cached.Name, byWorkload, templates)
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Cannot put pods on the room planned for them", "claim", cached.Name, "err", err)
+			continue
+		}
+		p.announce(c, taken, "planned with its workload before it existed")
+	}
+	for _, ps := range byWorkload {
+		rest = append(rest, ps...)
+	}
+	return rest
+}
+
+// keepsRoomFor says whether the claim, not yet registered, planned room for pods still to come of
+// a workload in byWorkload.
+func keepsRoomFor(c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod) bool {
+	if c.DeletionTimestamp != nil || c.Status.Phase == v1alpha1.ClaimRegistered || c.Status.Phase == v1alpha1.ClaimFailed {
+		return false
+	}
+	for _, e := range c.Spec.ExpectedPods {
+		if len(byWorkload[types.UID(e.UID)]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// takeExpected records on the newest version of the claim those of byWorkload's pods that take
+// the room it planned for their workloads' pods still to come, takes them out of byWorkload, and
+// returns them.
+func (p *Provisioner) takeExpected(ctx context.Context, name string, byWorkload map[types.UID][]*planning.Pod, templates []*planning.Template) (*v1alpha1.Claim, []*planning.Pod, error) {
+	var cur *v1alpha1.Claim
+	var taken []*planning.Pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		taken = nil
+		if cur, err = p.Claims.Fetch(ctx, name); err != nil {
+			return err
+		}
+		if !keepsRoomFor(cur, byWorkload) {
+			return errNoLongerInFlight
+		}
+		if taken = p.fitExpected(ctx, cur, byWorkload, templates); len(taken) == 0 {
+			return nil
+		}
+		cur, err = p.recordOn(ctx, cur, taken)
+		return err
+	})
+	if err != nil || len(taken) == 0 {
+		return cur, nil, err
+	}
+	done := map[types.UID]bool{}
+	for _, pod := range taken {
+		done[pod.Pod.UID] = true
+	}
+	for w, ps := range byWorkload {
+		left := ps[:0:0]
+		for _, pod := range ps {
+			if !done[pod.Pod.UID] {
+				left = append(left, pod)
+			}
+		}
+		if len(left) == 0 {
+			delete(byWorkload, w)
+		} else {
+			byWorkload[w] = left
+		}
+	}
+	return cur, taken, nil
+}
+
+// fitExpected picks, workload by workload, the pods of byWorkload that fit the claim's node in the
+// place of its pods still to come: at most as many as are still to come, each accepted by its
+// Filter plugins with the claim's pods, those accepted before, and the room kept for the other
+// workloads' pods still to come (as pods of their requests) on the node.
+func (p *Provisioner) fitExpected(ctx context.Context, c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod, templates []*planning.Template) []*planning.Pod {
+	t := expectedTemplate(c, templates)
+	if t == nil {
+		return nil
+	}
+	mine := p.podsByWorkload(c)
+	placed := p.placedOn(c)
+	nodeName := c.Status.NodeName
+	if nodeName == "" {
+		nodeName = c.Name // not launched yet: a name of its own all the same
+	}
+	var taken []*planning.Pod
+	for _, e := range c.Spec.ExpectedPods {
+		w := types.UID(e.UID)
+		toCome := e.Count - mine[w]
+		if toCome <= 0 || len(byWorkload[w]) == 0 {
+			continue
+		}
+		others := append(slices.Clip(placed), keptFor(c, w, mine)...)
+		accepted := planning.FitOnto(ctx, t, nodeName, others, byWorkload[w][:min(toCome, len(byWorkload[w]))])
+		placed = append(placed, accepted...)
+		taken = append(taken, accepted...)
+	}
+	return taken
+}
+
+// keptFor stands for the room the claim keeps for other workloads' pods still to come than w:
+// pods of their requests, one per pod still to come.
+func keptFor(c *v1alpha1.Claim, w types.UID, mine map[types.UID]int) []*planning.Pod {
+	var out []*planning.Pod
+	for _, e := range c.Spec.ExpectedPods {
+		if types.UID(e.UID) == w {
+			continue
+		}
+		for i := range e.Count - mine[types.UID(e.UID)] {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: fmt.Sprintf("%s-kept-%d", e.Name, i),
+				UID: types.UID(fmt.Sprintf("%s%s/kept/%d", expectedUIDPrefix, e.UID, i))},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kept", Resources: corev1.ResourceRequirements{Requests: e.Requests}}}}}
+			out = append(out, planning.NewPod(pod, nil))
+		}
+	}
+	return out
+}
+
+// expectedTemplate is the template of the claim's instance, or, before its launch, of the
+// cheapest type it may launch as (every type it offers EC2 holds what was planned onto it).
+func expectedTemplate(c *v1alpha1.Claim, templates []*planning.Template) *planning.Template {
+	if c.Status.InstanceType != "" {
+		return claimTemplate(c, templates)
+	}
+	if len(c.Spec.InstanceTypes) == 0 {
+		return nil
+	}
+	for _, t := range templates {
+		if t.Type.Name == c.Spec.InstanceTypes[0] && t.Offering.Zone == c.Spec.Zone &&
+			string(t.Offering.CapacityType) == c.Spec.CapacityType && t.Pool.Name == c.Spec.Pool {
+			return t
+		}
+	}
+	return nil
+}
+
+// podsByWorkload counts the claim's pods per controller.
+func (p *Provisioner) podsByWorkload(c *v1alpha1.Claim) map[types.UID]int {
+	out := map[types.UID]int{}
+	for _, ref := range c.Spec.Pods {
+		pod, err := p.Pods.Pods(ref.Namespace).Get(ref.Name)
+		if err != nil || string(pod.UID) != ref.UID {
+			continue
+		}
+		if owner := metav1.GetControllerOf(pod); owner != nil {
+			out[owner.UID]++
+		}
+	}
+	return out
+}
+
+// announce puts pods just recorded on claim c into the ledger, tells them, and has the scheduler
+// try them again: their next PostFilter waits for the claim or nominates them to its node.
+func (p *Provisioner) announce(c *v1alpha1.Claim, pods []*planning.Pod, why string) {
+	if len(pods) == 0 {
+		return
+	}
+	uids := make([]types.UID, 0, len(pods))
+	activate := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		uids = append(uids, pod.Pod.UID)
+		activate = append(activate, pod.Pod)
+		p.Recorder.Eventf(pod.Pod, nil, corev1.EventTypeNormal, "Nominated", "Provisioning", "claim %s: %s", c.Name, why)
+	}
+	p.Ledger.Add(c.Name, c.Status.NodeName, uids)
+	p.Activate(activate)
+}
