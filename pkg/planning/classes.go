@@ -117,11 +117,6 @@ func hostPorts(s *corev1.PodSpec) []corev1.ContainerPort {
 	return out
 }
 
-// PlacedByOthers says whether where the pod may go depends on where other pods are: required
-// inter-pod (anti-)affinity or a hard topology spread. Its placement in a plan holds only as long
-// as the pods it counts land where the plan put them.
-func PlacedByOthers(p *corev1.Pod) bool { return hasInterPodTerms(p) || len(hardSpreadKeys(p)) > 0 }
-
 func hasInterPodTerms(p *corev1.Pod) bool {
 	a := p.Spec.Affinity
 	if a == nil {

@@ -23,8 +23,8 @@ import (
 // (same spec, labels and PreFilter state, so the same Filter verdicts): the claims record them as
 // ExpectedPods, the room is kept for them (Tailor's Filter) and the scheduler prefers those nodes
 // for them as they come (Score), and consolidation leaves the nodes alone while the workloads
-// still create pods. Pods whose place depends on other pods' (topology spread, inter-pod
-// affinity) are planned as they come.
+// still create pods. (Planning the pods of a zone spread as they come instead gave the burst of
+// issue 20 many small nodes: each wave spread over every zone.)
 
 // expectedPlanFresh is how long a workload's planned rollout stands: within it, the pods it
 // still creates were planned already; past it (a rollout that stalled, or whose claims failed),
@@ -86,12 +86,6 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 			continue
 		}
 		shares[pod.Pod.UID] = w
-		if planning.PlacedByOthers(pod.Pod) {
-			// Where its pods may go depends on where the pods before them landed, which the
-			// scheduler decides as they come: a zone spread planned now would not be the one
-			// they get. Its pods are planned as they come.
-			continue
-		}
 		if _, seen := siblings[w.UID]; !seen {
 			siblings[w.UID] = pod
 			order = append(order, w)
