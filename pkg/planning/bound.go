@@ -35,75 +35,18 @@ func (p *Plan) LowerBound() (float64, error) {
 	for _, t := range p.templates {
 		avail = append(avail, d.vec(t.Available, false))
 	}
-	// One group per class and pod shape (identical requests): a real packing puts some share of
-	// a shape's pods on each type, and that share carries their cpu, memory and pod count
-	// together. Splitting a class further, resource by resource, would let the LP serve the cpu
-	// on compute types and the memory on memory types, which no packing can; that bound was
-	// valid but ~40% low on mixed workloads. Pods of different shapes in one class stay apart.
-	type shape struct {
-		req   vec
-		count int64
-	}
-	var reqs [][]vec
-	distinct := map[string]bool{}
-	for _, c := range p.classes {
-		var rs []vec
-		for _, pod := range c.pods {
-			req := d.vec(pod.Requests, true)
-			rs = append(rs, req)
-			distinct[fmt.Sprint(len(reqs), requestKey(req))] = true
-		}
-		reqs = append(reqs, rs)
-	}
-	// The LP has a dense row per group. Past maxBoundGroups, requests are rounded down onto a
-	// geometric grid, coarser until few enough shapes are left: smaller pods can only make the
-	// optimum cheaper, so the result is still a lower bound, looser by at most the grid's step.
-	if len(distinct) > maxBoundGroups {
-		for step := 0.05; ; step *= 2 {
-			shapes := map[string]bool{}
-			for ci, rs := range reqs {
-				for _, r := range rs {
-					shapes[fmt.Sprint(ci, requestKey(roundDown(r, step)))] = true
-				}
-			}
-			if len(shapes) <= maxBoundGroups || step > 4 {
-				for _, rs := range reqs {
-					for i, r := range rs {
-						rs[i] = roundDown(r, step)
-					}
-				}
-				break
-			}
-		}
-	}
-	var classShapes [][]*shape
-	for ci := range p.classes {
-		var shapes []*shape
-		byKey := map[string]*shape{}
-		for _, req := range reqs[ci] {
-			key := requestKey(req)
-			if sh, ok := byKey[key]; ok {
-				sh.count++
-				continue
-			}
-			byKey[key] = &shape{req: req, count: 1}
-			shapes = append(shapes, byKey[key])
-		}
-		classShapes = append(classShapes, shapes)
-	}
+	shapes := boundShapes(p, d)
 	var groups []lowerbound.Group
-	for i, c := range p.classes {
-		for _, sh := range classShapes[i] {
-			demand := make(vec, len(sh.req))
-			for r, x := range sh.req {
-				demand[r] = x * sh.count
-			}
-			groups = append(groups, lowerbound.Group{Demand: floats(demand, len(d.names)), Types: holding(c.compatible, avail, sh.req)})
-			if len(groups[len(groups)-1].Types) == 0 {
-				// Only when repacking: the pods sit on nodes of the cluster that no template
-				// matches in size. The looser bound is still a bound.
-				groups[len(groups)-1].Types = c.compatible
-			}
+	for _, sh := range shapes {
+		demand := make(vec, len(sh.req))
+		for r, x := range sh.req {
+			demand[r] = x * sh.count
+		}
+		groups = append(groups, lowerbound.Group{Demand: floats(demand, len(d.names)), Types: holding(sh.compatible, avail, sh.req)})
+		if len(groups[len(groups)-1].Types) == 0 {
+			// Only when repacking: the pods sit on nodes of the cluster that no template
+			// matches in size. The looser bound is still a bound.
+			groups[len(groups)-1].Types = sh.compatible
 		}
 	}
 	types := make([]lowerbound.Type, len(p.templates))
@@ -117,19 +60,90 @@ func (p *Plan) LowerBound() (float64, error) {
 	// The same groups in whole pods: the configuration LP, certified (lowerbound.WholeBound).
 	// Both are bounds, so the larger is. Should it fail, the split-pod bound stands alone.
 	var whole []lowerbound.WholeGroup
-	for i, c := range p.classes {
-		for _, sh := range classShapes[i] {
-			types := holding(c.compatible, avail, sh.req)
-			if len(types) == 0 {
-				return split, nil // a pod no template holds whole: only the split bound applies
-			}
-			whole = append(whole, lowerbound.WholeGroup{Size: floats(sh.req, len(d.names)), Count: int(sh.count), Types: types})
+	for _, sh := range shapes {
+		types := holding(sh.compatible, avail, sh.req)
+		if len(types) == 0 {
+			return split, nil // a pod no template holds whole: only the split bound applies
 		}
+		whole = append(whole, lowerbound.WholeGroup{Size: floats(sh.req, len(d.names)), Count: int(sh.count), Types: types})
 	}
 	if wb, err := lowerbound.WholeBound(types, whole); err == nil {
 		return max(split, wb), nil
 	}
 	return split, nil
+}
+
+// boundShape is one group of the bound's LPs: pods of one request whose classes accept the same
+// templates.
+type boundShape struct {
+	req        vec
+	count      int64
+	compatible []int
+}
+
+// boundShapes groups the plan's pods by request and by the templates their class accepts. A real
+// packing puts some share of a shape's pods on each type, and that share carries their cpu,
+// memory and pod count together. Splitting further, resource by resource, would let the LP serve
+// the cpu on compute types and the memory on memory types, which no packing can; that bound was
+// valid but ~40% low on mixed workloads. Pods of one request in classes that accept the same
+// templates are one group, whatever their class: in either LP such groups are interchangeable,
+// so merging them leaves the optimum as it was, and a plan of many classes (a thousand
+// Deployments) keeps few rows.
+func boundShapes(p *Plan, d *dims) []*boundShape {
+	// Each class's templates, named by a small number so that keys stay short.
+	compat := make([]int, len(p.classes))
+	ids := map[string]int{}
+	reqs := make([][]vec, len(p.classes))
+	for ci, c := range p.classes {
+		key := fmt.Sprint(c.compatible)
+		if _, ok := ids[key]; !ok {
+			ids[key] = len(ids)
+		}
+		compat[ci] = ids[key]
+		for _, pod := range c.pods {
+			reqs[ci] = append(reqs[ci], d.vec(pod.Requests, true))
+		}
+	}
+	groupKey := func(ci int, req vec) string { return fmt.Sprint(compat[ci], requestKey(req)) }
+	distinct := func(round func(vec) vec) int {
+		keys := map[string]bool{}
+		for ci, rs := range reqs {
+			for _, r := range rs {
+				keys[groupKey(ci, round(r))] = true
+			}
+		}
+		return len(keys)
+	}
+	// The LP has a dense row per group. Past maxBoundGroups, requests are rounded down onto a
+	// geometric grid, coarser until few enough shapes are left: smaller pods can only make the
+	// optimum cheaper, so the result is still a lower bound, looser by at most the grid's step.
+	if distinct(func(r vec) vec { return r }) > maxBoundGroups {
+		for step := 0.05; ; step *= 2 {
+			round := func(r vec) vec { return roundDown(r, step) }
+			if distinct(round) <= maxBoundGroups || step > 4 {
+				for _, rs := range reqs {
+					for i, r := range rs {
+						rs[i] = round(r)
+					}
+				}
+				break
+			}
+		}
+	}
+	var shapes []*boundShape
+	byKey := map[string]*boundShape{}
+	for ci, rs := range reqs {
+		for _, req := range rs {
+			key := groupKey(ci, req)
+			if sh, ok := byKey[key]; ok {
+				sh.count++
+				continue
+			}
+			byKey[key] = &boundShape{req: req, count: 1, compatible: p.classes[ci].compatible}
+			shapes = append(shapes, byKey[key])
+		}
+	}
+	return shapes
 }
 
 // boundDims are the dimensions of the plan's templates and pods in a fixed order (pods, then

@@ -122,3 +122,48 @@ func TestBoundDimsFixedOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundIgnoresClassesOfTheSameTemplates: pods of one request in classes that accept the same
+// templates are one group of the LPs, so the bound does not depend on how pods are split into
+// such classes. Before, each class kept its own groups, and 250 single-pod classes (250
+// Deployments) were rounded onto the coarsest grid and still left 250 rows.
+func TestBoundIgnoresClassesOfTheSameTemplates(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		n      int
+		cpu    func(i int) string
+		groups int // in the bound's LPs
+	}{
+		{"one request", 30, func(int) string { return "500m" }, 1},
+		{"two requests", 40, func(i int) string { return []string{"250m", "1"}[i%2] }, 2},
+		{"a request per pod, past maxBoundGroups", 250, func(i int) string { return fmt.Sprintf("%dm", 100+10*i) }, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bound := func(classes int) (float64, int) {
+				var pods []*Pod
+				for i := 0; i < tc.n; i++ {
+					p := pod(t, fmt.Sprintf("p%d", i), tc.cpu(i), "1Gi", nil)
+					p.Pod.Labels = map[string]string{"app": fmt.Sprint(i % classes)}
+					pods = append(pods, p)
+				}
+				plan := testPlanner(t).Plan(context.Background(), pods)
+				if len(plan.Unschedulable) != 0 || len(plan.classes) != classes {
+					t.Fatalf("%d unschedulable, %d classes; want 0 and %d", len(plan.Unschedulable), len(plan.classes), classes)
+				}
+				b, err := plan.LowerBound()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b, len(boundShapes(plan, boundDims(plan)))
+			}
+			one, oneGroups := bound(1)
+			many, manyGroups := bound(tc.n)
+			if math.Abs(one-many) > 1e-9*one {
+				t.Errorf("bound %.9f with one class, %.9f with %d", one, many, tc.n)
+			}
+			if manyGroups != oneGroups || tc.groups > 0 && manyGroups != tc.groups || manyGroups > maxBoundGroups {
+				t.Errorf("%d groups with one class, %d with %d; want %d, at most %d", oneGroups, manyGroups, tc.n, tc.groups, maxBoundGroups)
+			}
+		})
+	}
+}
