@@ -71,6 +71,12 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	// The catalog is fetched while the manifests are read: neither needs the other, and each
+	// takes a while (HTTP round trips to the simulator or to AWS; YAML parsing).
+	fetchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fetched := make(chan fetchedCatalog, 1)
+	go func() { fetched <- fetchCatalog(fetchCtx, o, prof) }()
 	w, err := workload.ReadPaths(o.Files, o.Stdin)
 	if err != nil {
 		return nil, err
@@ -82,9 +88,9 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	for _, name := range skippedPlugins {
 		fmt.Fprintf(stderr, "plugin %s is not in-tree and is not run offline\n", name)
 	}
-	provider, err := catalog(ctx, o, prof)
-	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
+	cat := <-fetched
+	if cat.err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, cat.err)
 	}
 
 	pending, existing := scheduleOnExisting(ctx, fw, w)
@@ -97,9 +103,8 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 		}
 		daemons = append(daemons, planning.NewPod(d, &planning.FilterState{Plugins: fw, State: state, Pod: d}))
 	}
-	offs := offerings.New(offerings.Options{Args: prof.Tailor, Cloud: provider,
-		Daemons: func(context.Context) []*planning.Pod { return daemons }})
-	templates, err := offs.Templates(ctx)
+	cat.offerings.Daemons = func(context.Context) []*planning.Pod { return daemons }
+	templates, err := cat.offerings.Templates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -120,6 +125,32 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("lower bound: %w", err)
 	}
 	return res, nil
+}
+
+// fetchedCatalog is the profile's offerings over the catalog, their caches warmed.
+type fetchedCatalog struct {
+	offerings *offerings.Cache
+	err       error
+}
+
+// fetchCatalog builds the profile's offerings over the catalog and loads what their Templates
+// read (instance types and prices, each pool's subnets and security groups) into the caches, so
+// that Templates later only combines them. A failed load is left for Templates, which tries
+// again and reports it as it always has.
+func fetchCatalog(ctx context.Context, o Options, prof *profile.Profile) fetchedCatalog {
+	provider, err := catalog(ctx, o, prof)
+	if err != nil {
+		return fetchedCatalog{err: err}
+	}
+	offs := offerings.New(offerings.Options{Args: prof.Tailor, Cloud: provider})
+	if _, err := provider.InstanceTypes(ctx); err == nil {
+		for i := range prof.Tailor.Pools {
+			if _, err := offs.Network(ctx, &prof.Tailor.Pools[i]); err != nil {
+				break
+			}
+		}
+	}
+	return fetchedCatalog{offerings: offs}
 }
 
 // catalog is the cloud the templates come from: the EC2 simulator serving the shipped data, in
