@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -112,12 +113,11 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	var unschedulable []planning.Unschedulable
 	var pods []*planning.Pod
 	for _, p := range pending {
-		state, err := fw.PreFilter(ctx, p)
-		if err != nil {
-			unschedulable = append(unschedulable, planning.Unschedulable{Pod: p, Reason: err.Error()})
+		if p.err != nil {
+			unschedulable = append(unschedulable, planning.Unschedulable{Pod: p.pod, Reason: p.err.Error()})
 			continue
 		}
-		pods = append(pods, planning.NewPod(p, &planning.FilterState{Plugins: fw, State: state, Pod: p}))
+		pods = append(pods, planning.NewPod(p.pod, &planning.FilterState{Plugins: fw, State: p.state, Pod: p.pod}))
 	}
 	res.Plan = (&planning.Planner{Templates: templates}).Plan(ctx, pods)
 	res.Plan.Unschedulable = append(unschedulable, res.Plan.Unschedulable...)
@@ -179,48 +179,87 @@ func catalog(ctx context.Context, o Options, prof *profile.Profile) (cloud.Provi
 	return ec2.NewFromConfig(cfg, opts)
 }
 
+// prefiltered is a pending pod with the answer of the profile's PreFilter plugins over the
+// snapshot the planner starts from.
+type prefiltered struct {
+	pod   *corev1.Pod
+	state fwk.CycleState
+	err   error
+	binds int // pods bound to existing nodes when it was asked
+}
+
 // scheduleOnExisting binds, as the scheduler would first, every pending pod that the profile's
-// Filter plugins accept on a node given in the manifests; the rest are left for the planner.
-func scheduleOnExisting(ctx context.Context, fw *profile.Framework, w *workload.Workload) (pending []*corev1.Pod, existing map[string][]*corev1.Pod) {
+// Filter plugins accept on a node given in the manifests; the rest are left for the planner,
+// with their PreFilter answers over the cluster of those nodes and pods.
+func scheduleOnExisting(ctx context.Context, fw *profile.Framework, w *workload.Workload) (pending []prefiltered, existing map[string][]*corev1.Pod) {
 	existing = map[string][]*corev1.Pod{}
-	var bound []*corev1.Pod
+	var bound, waiting []*corev1.Pod
 	for _, p := range w.Pods {
 		if p.Spec.NodeName != "" {
 			bound = append(bound, p)
 		} else {
-			pending = append(pending, p)
+			waiting = append(waiting, p)
 		}
 	}
-	fw.SetSnapshot(w.Nodes, bound)
-	if len(w.Nodes) == 0 {
-		return pending, existing
+	// Each bound pod changes what the next one sees. The cluster updates the plugins' snapshot
+	// by the one node that changed; should the scheduler's cache refuse a pod (two pods of one
+	// UID), the snapshot is rebuilt from all the pods instead, as it always was.
+	var cluster *profile.Cluster
+	if len(w.Nodes) > 0 {
+		cluster, _ = fw.NewCluster(ctx, w.Nodes, bound)
+	}
+	if cluster != nil {
+		defer cluster.Close()
+	} else {
+		fw.SetSnapshot(w.Nodes, bound)
+	}
+	bind := func(p *corev1.Pod) {
+		bound = append(bound, p)
+		if cluster != nil && cluster.Bind(ctx, p) == nil {
+			return
+		}
+		cluster = nil
+		fw.SetSnapshot(w.Nodes, bound)
 	}
 	names := make([]string, 0, len(w.Nodes))
 	for _, n := range w.Nodes {
 		names = append(names, n.Name)
 	}
 	sort.Strings(names)
-	var left []*corev1.Pod
-	for _, p := range pending {
-		placed := false
-		if state, err := fw.PreFilter(ctx, p); err == nil {
-			for _, name := range names {
-				ni, err := fw.SnapshotSharedLister().NodeInfos().Get(name)
-				if err != nil || !fw.RunFilterPlugins(ctx, state, p, ni).IsSuccess() {
-					continue
-				}
+	binds := 0
+	for _, p := range waiting {
+		state, err := fw.PreFilter(ctx, p)
+		if err == nil {
+			// Filter gets a copy: the planner gets the state as PreFilter left it.
+			if name := firstFit(ctx, fw, names, p, state.Clone()); name != "" {
 				b := p.DeepCopy()
 				b.Spec.NodeName = name
-				bound = append(bound, b)
+				bind(b)
+				binds++
 				existing[name] = append(existing[name], p)
-				fw.SetSnapshot(w.Nodes, bound)
-				placed = true
-				break
+				continue
 			}
 		}
-		if !placed {
-			left = append(left, p)
+		pending = append(pending, prefiltered{pod: p, state: state, err: err, binds: binds})
+	}
+	// PreFilter's answer is a function of the pod and the snapshot: one given before the last
+	// bind is asked again, the others stand (most pods, once the existing nodes are full).
+	for i := range pending {
+		if pending[i].binds != binds {
+			pending[i].state, pending[i].err = fw.PreFilter(ctx, pending[i].pod)
 		}
 	}
-	return left, existing
+	return pending, existing
+}
+
+// firstFit is the first of the nodes (by name) that the profile's Filter plugins accept p on,
+// given its PreFilter state, or "".
+func firstFit(ctx context.Context, fw *profile.Framework, names []string, p *corev1.Pod, state fwk.CycleState) string {
+	for _, name := range names {
+		ni, err := fw.SnapshotSharedLister().NodeInfos().Get(name)
+		if err == nil && fw.RunFilterPlugins(ctx, state, p, ni).IsSuccess() {
+			return name
+		}
+	}
+	return ""
 }
