@@ -286,6 +286,9 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 		c.eventOnce(k.node.node, "DisruptionBlocked", "Tailor keeps this node: "+k.why)
 	}
 	for _, d := range ds {
+		if ctx.Err() != nil {
+			return draining // no longer the leader: the next one decides again
+		}
 		if len(d.replacements) > 0 {
 			if c.launchReplacements(ctx, d) || d.method != methodInterruption {
 				continue

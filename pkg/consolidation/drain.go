@@ -220,5 +220,10 @@ func (c *Controller) updateNode(ctx context.Context, name string, mutate func(*c
 		updated, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
+	if err == nil && (updated == nil || updated.Name != name) {
+		// Seen once as the leader lost its lease mid-call: no error, and no node back. Acting
+		// on it would take a node nobody named.
+		err = fmt.Errorf("updating node %s: no node in the answer (context: %v)", name, ctx.Err())
+	}
 	return updated, err
 }
