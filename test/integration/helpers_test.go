@@ -41,6 +41,10 @@ func newNamespace(t *testing.T) string {
 func resetCluster(t *testing.T, ns string) {
 	ctx := context.Background()
 	zero := int64(0)
+	// The namespace goes first: once it is terminating, no controller can create a pod in it
+	// again (a ReplicaSet whose Deployment was just deleted would, until the garbage collector
+	// took it), so no pod of this test is planned during the next one.
+	_ = world.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	_ = world.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = world.Client.AppsV1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	background := metav1.DeletePropagationBackground
@@ -53,7 +57,6 @@ func resetCluster(t *testing.T, ns string) {
 		return err == nil && len(dss.Items) == 0, nil
 	})
 	_ = world.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	_ = world.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	insts, err := world.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClusterPrefix + clusterName: v1alpha1.TagOwnedValue})
 	if err != nil {
 		t.Errorf("listing instances: %v", err)
