@@ -117,6 +117,9 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	// run; the consolidation framework's plugins ask for theirs as they are built.
 	daemonSets.Informer()
 	pdbs.Informer()
+	if err := indexByNamespace(pods.Informer()); err != nil {
+		return nil, fmt.Errorf("indexing pods by namespace: %w", err)
+	}
 	replicaSets, statefulSets, jobs := h.SharedInformerFactory().Apps().V1().ReplicaSets(), h.SharedInformerFactory().Apps().V1().StatefulSets(),
 		h.SharedInformerFactory().Batch().V1().Jobs()
 	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Pods: pods.Lister()}
@@ -266,4 +269,14 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 			wg.Wait()
 		})
 	}()
+}
+
+// indexByNamespace gives an informer a namespace index unless it has one. kube-scheduler's pod
+// informer has none, and the rollout lister lists pods by namespace: without the index each
+// list scans every pod of the cluster.
+func indexByNamespace(informer cache.SharedIndexInformer) error {
+	if _, ok := informer.GetIndexer().GetIndexers()[cache.NamespaceIndex]; ok {
+		return nil
+	}
+	return informer.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 }

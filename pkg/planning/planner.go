@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
@@ -860,6 +861,28 @@ func (pl *Planner) explain(req corev1.ResourceList, reasons map[string]int) stri
 // daemons and every pod placed so far on the node. It returns the accepted pods, so capacity
 // already being launched is used before anything new is.
 func FitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod) []*Pod {
+	return fitOnto(ctx, t, nodeName, placed, candidates, false)
+}
+
+// FitOntoPlanned is FitOnto for pods taking room a plan kept for their workload's pods on the
+// node: a refusal by the workload's hard topology spread alone is no refusal. The plan spread
+// the workload's pods still to come over the nodes it launched in every domain, and a pod in
+// the place of one of them keeps that spread; only the domains' counts now, with the other
+// domains' nodes still booting and their pods not yet counted, say otherwise. (kube-scheduler
+// still checks the spread when it binds the pod, on the nodes that are up by then.)
+func FitOntoPlanned(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod) []*Pod {
+	return fitOnto(ctx, t, nodeName, placed, candidates, true)
+}
+
+// spreadRefusalOnly says whether a Filter refusal of p is its hard topology spread's and no other
+// plugin's: the filter stops at the first refusal, and of the plugins after PodTopologySpread
+// only InterPodAffinity could still refuse a pod the plan put on the node's template, so a pod
+// with inter-pod terms gets no such allowance.
+func spreadRefusalOnly(p *Pod, reason string) bool {
+	return reason == podtopologyspread.ErrReasonConstraintsNotMatch && len(hardSpreadKeys(p.Pod)) > 0 && !hasInterPodTerms(p.Pod)
+}
+
+func fitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod, planned bool) []*Pod {
 	d := newDims()
 	avail := d.vec(t.Available, false)
 	info := nodeInfo(inflate(nodeNamed(t, nodeName)), t.Daemons...)
@@ -878,7 +901,8 @@ func FitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, c
 		for _, pi := range info.Pods {
 			state.AddPod(ctx, pi, info)
 		}
-		if state.Filter(ctx, info) != "" {
+		if r := state.Filter(ctx, info); r != "" && !(planned && spreadRefusalOnly(p, r)) {
+			klog.FromContext(ctx).V(4).Info("In-flight node refuses pod", "pod", klog.KObj(p.Pod), "node", nodeName, "reason", r)
 			continue
 		}
 		info.AddPod(p.Pod)

@@ -54,3 +54,44 @@ func TestSpreadOverUnevenZones(t *testing.T) {
 		t.Errorf("pods per zone, the running ones included: %v, want 4 and 4", perZone)
 	}
 }
+
+// Pods of a zone spread taking room planned for their workload on a node still booting are not
+// refused for the spread alone (the nodes planned in the other zones, booting too, hold none of
+// their pods yet); planned onto free room instead, they are; and the room's size still counts.
+func TestFitOntoPlannedToleratesSpreadOnly(t *testing.T) {
+	fw := offline(t)
+	t.Cleanup(func() { fw.SetSnapshot(nil, nil) })
+	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{corev1.LabelHostname: "a", corev1.LabelTopologyZone: "us-east-1a"}}}
+	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{corev1.LabelHostname: "b", corev1.LabelTopologyZone: "us-east-1b"}}}
+	fw.SetSnapshot([]*corev1.Node{a, b}, nil)
+	spread := func(name, cpu string) *Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name), Labels: map[string]string{"app": "api"}},
+			Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}},
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+		}
+		state, err := fw.PreFilter(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewPod(p, &FilterState{Plugins: fw, State: state, Pod: p})
+	}
+	var tmpl *Template
+	for _, c := range testPlanner(t).Templates {
+		if c.Type.Name == "m5.2xlarge" && c.Offering.Zone == "us-east-1a" { // 7910m allocatable
+			tmpl = c
+			break
+		}
+	}
+	placed := []*Pod{spread("placed-0", "1"), spread("placed-1", "1")}
+	candidates := []*Pod{spread("new-0", "1"), spread("new-1", "1"), spread("big", "6")}
+	if got := FitOnto(context.Background(), tmpl, "ip-10-0-0-9.ec2.internal", placed, candidates); len(got) != 0 {
+		t.Errorf("free room took %d pods two ahead of the other zone", len(got))
+	}
+	got := FitOntoPlanned(context.Background(), tmpl, "ip-10-0-0-9.ec2.internal", placed, candidates)
+	if len(got) != 2 || got[0].Pod.Name != "new-0" || got[1].Pod.Name != "new-1" {
+		t.Errorf("planned room took %d pods, want new-0 and new-1 (the big one does not fit)", len(got))
+	}
+}

@@ -93,8 +93,7 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 	}
 	var out []*planning.Pod
 	for _, w := range order {
-		live := p.Rollouts.Live(w)
-		missing := w.Wants - max(live, p.rollouts.covered(w.UID, now))
+		missing := w.Wants - max(p.providedFor(w, shares), p.rollouts.covered(w.UID, now))
 		if missing <= 0 {
 			continue
 		}
@@ -106,6 +105,30 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 		p.rollouts.record(w.UID, w.Wants, now)
 	}
 	return out, shares
+}
+
+// providedFor counts w's live pods that need no plan from this batch: those with a node, those
+// the ledger holds on a claim, and the batch's own. The rest were created after the batch was
+// taken (during a burst, a second's worth): they come in the next batch, and are planned now
+// among the pods still to come, so that batch finds room kept for them rather than planning
+// nodes of its own.
+func (p *Provisioner) providedFor(w rollout.Workload, batch map[types.UID]rollout.Workload) int {
+	n := 0
+	for _, pod := range p.Rollouts.LivePods(w) {
+		_, inBatch := batch[pod.UID]
+		if inBatch || pod.Spec.NodeName != "" || p.onClaim(pod.UID) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *Provisioner) onClaim(pod types.UID) bool {
+	if p.Ledger == nil {
+		return false
+	}
+	_, ok := p.Ledger.Lookup(pod)
+	return ok
 }
 
 // expectedPod is the i-th pod w will still create towards target, as a copy of sibling: its spec,

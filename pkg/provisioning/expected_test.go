@@ -19,6 +19,7 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/manifests"
+	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/rollout"
@@ -107,6 +108,27 @@ func TestExpectedPods(t *testing.T) {
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}
 	if none, shares := p.expected([]*planning.Pod{planning.NewPod(bare, &planning.FilterState{State: framework.NewCycleState(), Pod: bare})}); len(none) != 0 || len(shares) != 0 {
 		t.Errorf("a pod without a controller: %d expected, %d shares", len(none), len(shares))
+	}
+}
+
+// Pods created after the batch was taken, neither bound nor on a claim, are planned with the
+// pods still to come: the next batch finds room kept for them. Pods already bound or waiting on
+// a claim are not planned again.
+func TestExpectedCountsPodsOutsideTheBatch(t *testing.T) {
+	w := newRolloutWorld(t, 10)
+	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: ledger.New()}}
+	batch := []*planning.Pod{w.pod(0), w.pod(1)}
+	bound := w.pod(2).Pod.DeepCopy()
+	bound.Spec.NodeName = "node-a"
+	if err := w.factory.Core().V1().Pods().Informer().GetIndexer().Update(bound); err != nil {
+		t.Fatal(err)
+	}
+	p.Ledger.Add("claim-a", "", []types.UID{w.pod(3).Pod.UID})
+	w.pod(4) // created after the batch was taken
+	w.pod(5)
+	expected, _ := p.expected(batch)
+	if len(expected) != 6 {
+		t.Errorf("%d pods expected, want 6 (10 wanted: 2 in the batch, 1 bound, 1 on a claim)", len(expected))
 	}
 }
 

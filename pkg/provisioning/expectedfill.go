@@ -16,7 +16,7 @@ import (
 )
 
 // fillExpected puts pods onto the claims that planned room for them before they existed (a
-// rollout planned whole, expected.go) and whose nodes have not registered yet: each pod takes
+// rollout planned whole, expected.go) and whose nodes are not up yet: each pod takes
 // the place of one of its workload's pods still to come, if its Filter plugins accept the node
 // (with the claim's other pods, and the room kept for other workloads, on it). It returns the
 // pods still without capacity. On EKS a node takes a minute to join, so most of a rollout's pods
@@ -54,10 +54,11 @@ func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, te
 	return rest
 }
 
-// keepsRoomFor says whether the claim, not yet registered, planned room for pods still to come of
-// a workload in byWorkload.
+// keepsRoomFor says whether the claim, its node not up yet (launching, or inFlight), planned
+// room for pods still to come of a workload in byWorkload.
 func keepsRoomFor(c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod) bool {
-	if c.DeletionTimestamp != nil || c.Status.Phase == v1alpha1.ClaimRegistered || c.Status.Phase == v1alpha1.ClaimFailed {
+	launching := c.Status.Phase == "" || c.Status.Phase == v1alpha1.ClaimPending
+	if c.DeletionTimestamp != nil || !launching && !inFlight(c) {
 		return false
 	}
 	for _, e := range c.Spec.ExpectedPods {
@@ -135,7 +136,7 @@ func (p *Provisioner) fitExpected(ctx context.Context, c *v1alpha1.Claim, byWork
 			continue
 		}
 		others := append(slices.Clip(placed), keptFor(c, w, mine)...)
-		accepted := planning.FitOnto(ctx, t, nodeName, others, byWorkload[w][:min(toCome, len(byWorkload[w]))])
+		accepted := planning.FitOntoPlanned(ctx, t, nodeName, others, byWorkload[w][:min(toCome, len(byWorkload[w]))])
 		placed = append(placed, accepted...)
 		taken = append(taken, accepted...)
 	}

@@ -13,11 +13,22 @@ import (
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
-// errNoLongerInFlight ends an attempt to add pods to a claim that registered or failed meanwhile.
+// errNoLongerInFlight ends an attempt to add pods to a claim that came up or failed meanwhile.
 var errNoLongerInFlight = errors.New("claim is no longer in flight")
 
-// fillInFlight puts pods onto claims whose instance is launched but whose node has not registered
-// yet, where the room the plan left on them holds the pods, and returns the pods still without
+// inFlight says whether the claim's instance is launched and its node not yet up: not launched
+// yet, or registered but not initialized (Ready, startup taints gone). Until then the scheduler
+// cannot place a pod there, so pods that arrive meanwhile are put on its room by the
+// provisioner; they wait for the node and are tried again once it is up (Launcher.Follow).
+func inFlight(c *v1alpha1.Claim) bool {
+	if c.DeletionTimestamp != nil {
+		return false
+	}
+	return c.Status.Phase == v1alpha1.ClaimLaunched || c.Status.Phase == v1alpha1.ClaimRegistered && c.Status.InitializedAt == nil
+}
+
+// fillInFlight puts pods onto claims whose instance is launched but whose node is not up yet
+// (inFlight), where the room the plan left on them holds the pods, and returns the pods still without
 // capacity. Without it, pods arriving a few at a time would each get a new node while a node
 // launched a second earlier still has room. (A claim still launching is left alone: which of its
 // instance types EC2 picks is not known yet.)
@@ -27,7 +38,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(pods) == 0 {
 			break
 		}
-		if cached.Status.Phase != v1alpha1.ClaimLaunched || cached.Annotations[v1alpha1.AnnotationReplaces] != "" || cached.DeletionTimestamp != nil {
+		if !inFlight(cached) || cached.Annotations[v1alpha1.AnnotationReplaces] != "" {
 			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
 		}
 		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)
@@ -67,7 +78,7 @@ func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []
 		if cur, err = p.Claims.Fetch(ctx, name); err != nil {
 			return err
 		}
-		if cur.Status.Phase != v1alpha1.ClaimLaunched || cur.DeletionTimestamp != nil {
+		if !inFlight(cur) {
 			return errNoLongerInFlight
 		}
 		t := claimTemplate(cur, templates)

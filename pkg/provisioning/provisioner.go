@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,15 +68,19 @@ type Provisioner struct {
 	planning map[types.UID]bool
 	// rollouts remembers which workloads' pods still to come were planned already.
 	rollouts rolloutPlans
+	// handedBack remembers when pods were handed back to the scheduler (handBack), so each is
+	// handed back once.
+	handedBack map[types.UID]time.Time
 }
 
 // New builds a Provisioner.
 func New(o Options) *Provisioner {
 	return &Provisioner{
-		Options:  o,
-		batcher:  NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
-		launcher: NewLauncher(o),
-		planning: map[types.UID]bool{},
+		Options:    o,
+		batcher:    NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
+		launcher:   NewLauncher(o),
+		planning:   map[types.UID]bool{},
+		handedBack: map[types.UID]time.Time{},
 	}
 }
 
@@ -169,6 +174,9 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		return
 	}
 	if pods = p.fillInFlight(ctx, pods, templates); len(pods) == 0 {
+		return
+	}
+	if pods = p.handBack(ctx, pods); len(pods) == 0 {
 		return
 	}
 	expected, shares := p.expected(pods)

@@ -186,18 +186,29 @@ func (l *Lister) Live(w Workload) int { return l.count(w, false) }
 func (l *Lister) Placed(w Workload) int { return l.count(w, true) }
 
 func (l *Lister) count(w Workload, placed bool) int {
-	pods, err := l.Pods.Pods(w.Namespace).List(labels.SelectorFromSet(w.Template.Labels))
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == w.UID && p.DeletionTimestamp == nil &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && (!placed || p.Spec.NodeName != "") {
+	for _, p := range l.LivePods(w) {
+		if !placed || p.Spec.NodeName != "" {
 			n++
 		}
 	}
 	return n
+}
+
+// LivePods lists the workload's live pods: those its controller created that have not finished.
+func (l *Lister) LivePods(w Workload) []*corev1.Pod {
+	pods, err := l.Pods.Pods(w.Namespace).List(labels.SelectorFromSet(w.Template.Labels))
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == w.UID && p.DeletionTimestamp == nil &&
+			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Get returns the workload of kind, namespace and name if it is still the one with uid, with

@@ -232,10 +232,11 @@ func fleetPrice(t *testing.T) float64 {
 
 // A rollout reaches the scheduler over seconds (the controller manager creates about 20 pods a
 // second), yet is planned whole: the fleet two Deployments of 210 pods end with costs at most
-// 10% more than the plan command's for the same pods, on at most 60% more nodes (measured here:
-// 1.04x and 1.0-1.4x; the stragglers of a zone spread get small nodes of their own). Planned wave
-// by wave, each second's pods got nodes of their own (2x the nodes). Issue 20's bar, 5% and 15%,
-// is measured by make bench-e2e.
+// 5% more than the plan command's for the same pods, on at most 15% more nodes (issue 20's bar;
+// measured here: the plan's own fleet, one batch, in 10 runs of 10). Planned wave by wave, each
+// second's pods got nodes of their own (2x the nodes); planned whole but with the pods created
+// during planning left out, or with a zone spread's pods refused the room kept for them while
+// the other zones' nodes booted, the stragglers got nodes of their own (up to 1.4x).
 func TestRolloutPlannedWhole(t *testing.T) {
 	ns := newNamespace(t)
 	spread := podSpec("1", "2Gi")
@@ -266,10 +267,10 @@ func TestRolloutPlannedWhole(t *testing.T) {
 	fleet, nodes := fleetPrice(t), len(listClaims(t))
 	want, wantNodes := plan.Plan.PricePerHour(), len(plan.Plan.Nodes)
 	t.Logf("fleet $%.4f/h on %d nodes; plan $%.4f/h on %d nodes (%.3f×, %.3f×)", fleet, nodes, want, wantNodes, fleet/want, float64(nodes)/float64(wantNodes))
-	if fleet > 1.10*want || float64(nodes) > 1.6*float64(wantNodes) {
+	if fleet > 1.05*want || float64(nodes) > 1.15*float64(wantNodes) {
 		for _, c := range listClaims(t) {
 			t.Logf("claim %s %s %s pods=%d expected=%v", c.Name, c.Status.InstanceType, c.Status.Zone, len(c.Spec.Pods), c.Spec.ExpectedPods)
 		}
-		t.Errorf("fleet $%.4f/h on %d nodes, want at most 10%% above the plan's $%.4f/h and 60%% above its %d nodes", fleet, nodes, want, wantNodes)
+		t.Errorf("fleet $%.4f/h on %d nodes, want at most 5%% above the plan's $%.4f/h and 15%% above its %d nodes", fleet, nodes, want, wantNodes)
 	}
 }

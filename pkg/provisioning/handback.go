@@ -1,0 +1,102 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// handBack returns to the scheduler, once each, the batch's pods whose workload still has room
+// kept for it on a node that is up now. They failed to schedule while the nodes planned for
+// them booted and waited in the batch meanwhile; the scheduler now places them there (Tailor's
+// Filter keeps that room from other pods, its Score sends the workload's pods to it). Planned
+// anew, each would get a node of its own beside the room kept for it. A pod the scheduler fails
+// again comes back in a later batch and is planned then. It returns the pods to plan.
+func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*planning.Pod {
+	if p.Rollouts == nil || p.Activate == nil {
+		return pods
+	}
+	now := p.clock().Now()
+	room := map[types.UID]int{}
+	var rest []*planning.Pod
+	var back []*corev1.Pod
+	var claims []*v1alpha1.Claim
+	for _, pod := range pods {
+		w, ok := p.Rollouts.Of(pod.Pod)
+		if !ok || !p.firstHandBack(pod.Pod.UID, now) {
+			rest = append(rest, pod)
+			continue
+		}
+		if _, known := room[w.UID]; !known {
+			if claims == nil {
+				claims = p.Claims.List()
+			}
+			room[w.UID] = roomKeptOnUpNodes(w.UID, p.Rollouts.LivePods(w), claims, now)
+		}
+		if room[w.UID] <= 0 {
+			rest = append(rest, pod)
+			continue
+		}
+		room[w.UID]--
+		back = append(back, pod.Pod)
+	}
+	if len(back) == 0 {
+		return rest
+	}
+	p.mu.Lock()
+	for _, pod := range back {
+		p.handedBack[pod.UID] = now
+		// No longer being planned: if the scheduler fails it again, its PostFilter must find
+		// the pod free to batch.
+		delete(p.planning, pod.UID)
+	}
+	p.mu.Unlock()
+	klog.FromContext(ctx).V(2).Info("Handed pods back to the scheduler: room is kept for them on nodes that are up", "pods", len(back))
+	p.Activate(back)
+	return rest
+}
+
+// firstHandBack says whether the pod was not handed back within expectedPlanFresh, and forgets
+// the older hand-backs.
+func (p *Provisioner) firstHandBack(uid types.UID, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for u, at := range p.handedBack {
+		if now.Sub(at) > expectedPlanFresh {
+			delete(p.handedBack, u)
+		}
+	}
+	_, handed := p.handedBack[uid]
+	return !handed
+}
+
+// roomKeptOnUpNodes counts the pods of workload w that the claims whose nodes are up (registered
+// and initialized) still keep room for: planned there, less w's pods on the node (its live
+// pods are pods).
+func roomKeptOnUpNodes(w types.UID, pods []*corev1.Pod, claims []*v1alpha1.Claim, now time.Time) int {
+	onNode := map[string]int{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" {
+			onNode[pod.Spec.NodeName]++
+		}
+	}
+	n := 0
+	for _, c := range claims {
+		if c.DeletionTimestamp != nil || c.Status.Phase != v1alpha1.ClaimRegistered || c.Status.InitializedAt == nil ||
+			now.Sub(c.CreationTimestamp.Time) > expectationsStand {
+			continue
+		}
+		for _, e := range c.Spec.ExpectedPods {
+			if types.UID(e.UID) == w {
+				n += max(e.Count-onNode[c.Status.NodeName], 0)
+			}
+		}
+	}
+	return n
+}
