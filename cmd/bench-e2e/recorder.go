@@ -37,7 +37,10 @@ type recorder struct {
 	evicted     map[types.UID]bool
 	lastCreated time.Time // of a pod no DaemonSet owns
 	claimsSeen  map[string]bool
-	drained     map[string]string // node → the disrupting taint's value
+	// claimLaunched and claimRegistered are when each claim was first seen Launched and
+	// Registered.
+	claimLaunched, claimRegistered map[string]time.Time
+	drained                        map[string]string // node → the disrupting taint's value
 	// changes counts pods created, pods lost and nodes drained: churn between two looks at the
 	// burst, however quick, restarts the quiet period that confirms it settled.
 	changes int
@@ -51,6 +54,7 @@ func newRecorder(client kubernetes.Interface, dyn dynamic.Interface, namespace s
 		claims:    claims.NewStoreForClient(dyn),
 		created:   map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
 		daemon: map[types.UID]bool{}, evicted: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]string{},
+		claimLaunched: map[string]time.Time{}, claimRegistered: map[string]time.Time{},
 	}
 }
 
@@ -162,10 +166,14 @@ func (r *recorder) claimSeen(c *v1alpha1.Claim) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, seen := r.claimRegistered[c.Name]; !seen && c.Status.Phase == v1alpha1.ClaimRegistered {
+		r.claimRegistered[c.Name] = now
+	}
 	if r.claimsSeen[c.Name] {
 		return
 	}
 	r.claimsSeen[c.Name] = true
+	r.claimLaunched[c.Name] = now
 	for _, ref := range c.Spec.Pods {
 		if _, seen := r.launched[types.UID(ref.UID)]; !seen {
 			r.launched[types.UID(ref.UID)] = now

@@ -45,6 +45,11 @@ type report struct {
 	// it seen Launched, and to the pod seen Running.
 	PodToClaimLaunched latency `json:"podToClaimLaunchedSeconds"`
 	PodToRunning       latency `json:"podToRunningSeconds"`
+	// ClaimLaunchedToRegistered is the simulated boot: from a claim seen Launched to it seen
+	// Registered (the simulator keeps an instance pending for a second, then the node agent
+	// runs nodeadm on its user data and registers the node). A pod that waits for a new node
+	// waits this long of its podToRunning; on EKS it is a minute or so.
+	ClaimLaunchedToRegistered latency `json:"claimLaunchedToRegisteredSeconds"`
 
 	// All Running is when the settled state began (before the quiet period that confirms it).
 	LastPodCreatedAfterApplySeconds  float64 `json:"lastPodCreatedAfterApplySeconds"`

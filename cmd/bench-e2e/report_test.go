@@ -66,7 +66,7 @@ func TestReportIsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"pods", "fleetPricePerHour", "nodes", "planPricePerHour", "planNodes", "priceRatio", "nodesRatio",
-		"evictions", "drains", "podToClaimLaunchedSeconds", "podToRunningSeconds", "allRunningAfterLastCreateSeconds",
+		"evictions", "drains", "podToClaimLaunchedSeconds", "podToRunningSeconds", "claimLaunchedToRegisteredSeconds", "allRunningAfterLastCreateSeconds",
 		"createFleetCalls", "schedulerPeakRSSMiB", "fitExisting"} {
 		if _, ok := back[k]; !ok {
 			t.Errorf("report has no %q", k)

@@ -169,6 +169,13 @@ func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 		}
 	}
 	rep.PodToClaimLaunched, rep.PodToRunning = latencyOf(toLaunched), latencyOf(toRunning)
+	var boots []time.Duration
+	for name, launched := range r.claimLaunched {
+		if registered, ok := r.claimRegistered[name]; ok {
+			boots = append(boots, max(registered.Sub(launched), 0))
+		}
+	}
+	rep.ClaimLaunchedToRegistered = latencyOf(boots)
 	rep.Evictions, rep.Drains, rep.ClaimsLaunched = len(r.evicted), len(r.drained), len(r.claimsSeen)
 	if len(r.drained) > 0 {
 		rep.DrainReasons = map[string]int{}
