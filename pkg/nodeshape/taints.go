@@ -20,13 +20,17 @@ func NodeTaints(pool *config.Pool) []corev1.Taint {
 }
 
 // RegistrationTaints are passed to the kubelet: the pool's taints plus the unregistered taint
-// that keeps pods off the node until Tailor has matched it to its claim.
+// that keeps pods off the node until Tailor has matched it to its claim. That taint is
+// NoSchedule, not NoExecute: a pod the scheduler binds the moment Tailor removes it would
+// otherwise be deleted by kube-controller-manager's taint eviction, whose node cache may still
+// hold the taint (kubernetes/kubernetes#119862, unfixed in 1.34). Nothing runs on the node
+// before it registers, so there is nothing for NoExecute to evict.
 func RegistrationTaints(pool *config.Pool) []cloud.Taint {
 	var out []cloud.Taint
 	for _, t := range NodeTaints(pool) {
 		out = append(out, cloud.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
-	return append(out, cloud.Taint{Key: v1alpha1.TaintUnregistered, Effect: string(corev1.TaintEffectNoExecute)})
+	return append(out, cloud.Taint{Key: v1alpha1.TaintUnregistered, Effect: string(corev1.TaintEffectNoSchedule)})
 }
 
 // RegisteredTaints are a registering node's taints once it is matched to its claim: without the

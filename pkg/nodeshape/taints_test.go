@@ -19,7 +19,7 @@ func TestTaints(t *testing.T) {
 	want := []cloud.Taint{
 		{Key: "dedicated", Value: "web", Effect: "NoSchedule"},
 		{Key: startup.Key, Effect: "NoExecute"},
-		{Key: v1alpha1.TaintUnregistered, Effect: "NoExecute"},
+		{Key: v1alpha1.TaintUnregistered, Effect: "NoSchedule"},
 	}
 	if got := RegistrationTaints(testPool); !reflect.DeepEqual(got, want) {
 		t.Errorf("registration taints %v, want %v", got, want)
@@ -28,7 +28,7 @@ func TestTaints(t *testing.T) {
 	// Registration drops Tailor's own taint, keeps what the node has (a value edited since
 	// included) and adds what is missing by key and effect (here the startup taint).
 	kept := corev1.Taint{Key: "dedicated", Value: "edited", Effect: corev1.TaintEffectNoSchedule}
-	current := []corev1.Taint{{Key: v1alpha1.TaintUnregistered, Effect: corev1.TaintEffectNoExecute}, kept}
+	current := []corev1.Taint{{Key: v1alpha1.TaintUnregistered, Effect: corev1.TaintEffectNoSchedule}, kept}
 	if got := RegisteredTaints(current, testPool); !reflect.DeepEqual(got, []corev1.Taint{kept, startup}) {
 		t.Errorf("registered taints %v, want %v", got, []corev1.Taint{kept, startup})
 	}

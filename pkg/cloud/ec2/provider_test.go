@@ -79,7 +79,7 @@ func (e *env) request(t *testing.T, token string, ct cloud.CapacityType, overrid
 		InstanceProfile:  "demo-node",
 		SecurityGroupIDs: []string{e.sim.ClusterSecurityGroupID()},
 		NodeLabels:       map[string]string{"tailor.dev/pool": "general", "team": "a"},
-		NodeTaints:       []cloud.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: "NoExecute"}},
+		NodeTaints:       []cloud.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: "NoSchedule"}},
 		Tags:             map[string]string{"kubernetes.io/cluster/" + cluster: "owned", "tailor.dev/claim": token},
 	}
 }
@@ -357,7 +357,7 @@ func TestLaunch(t *testing.T) {
 			"Content-Type: application/node.eks.aws", "kind: NodeConfig", `name: "demo"`,
 			`apiServerEndpoint: "https://example.eks.amazonaws.com"`, `cidr: "10.100.0.0/16"`,
 			`- "--node-labels=tailor.dev/pool=general,team=a"`,
-			`- "--register-with-taints=tailor.dev/unregistered=true:NoExecute"`,
+			`- "--register-with-taints=tailor.dev/unregistered=true:NoSchedule"`,
 		} {
 			if !strings.Contains(lt.UserData, want) {
 				t.Errorf("user data lacks %q:\n%s", want, lt.UserData)

@@ -45,7 +45,7 @@ func TestKubeletFlags(t *testing.T) {
 func TestUserData(t *testing.T) {
 	opts := Options{ClusterName: "demo", ClusterEndpoint: "https://x.example", ClusterCertificateAuthority: "Q0E=", ClusterCIDR: "10.100.0.0/16"}
 	labels := map[string]string{"tailor.dev/pool": "gpu"}
-	taints := []cloud.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: "NoExecute"}, {Key: "gpu", Effect: "NoSchedule"}}
+	taints := []cloud.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: "NoSchedule"}, {Key: "gpu", Effect: "NoSchedule"}}
 	tests := []struct {
 		name string
 		make func(Options, nodeBootstrap) (string, error)
@@ -71,7 +71,7 @@ spec:
       maxPods: 29
     flags:
       - "--node-labels=tailor.dev/pool=gpu"
-      - "--register-with-taints=tailor.dev/unregistered=true:NoExecute,gpu:NoSchedule"
+      - "--register-with-taints=tailor.dev/unregistered=true:NoSchedule,gpu:NoSchedule"
 
 --//--
 `},
@@ -87,7 +87,7 @@ max-pods = 29
 
 [settings.kubernetes.node-taints]
 "gpu" = [":NoSchedule"]
-"tailor.dev/unregistered" = ["true:NoExecute"]
+"tailor.dev/unregistered" = ["true:NoSchedule"]
 `},
 	}
 	for _, tt := range tests {

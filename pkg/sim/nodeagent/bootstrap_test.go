@@ -44,7 +44,7 @@ const (
 	cidrLine     = "    cidr: \"10.100.0.0/16\"\n"
 	kubeletPart  = "  kubelet:\n    config:\n      maxPods: 29\n    flags:\n" +
 		"      - \"--node-labels=tailor.dev/pool=general,team=a\"\n" +
-		"      - \"--register-with-taints=tailor.dev/unregistered=true:NoExecute,dedicated=:NoSchedule\"\n"
+		"      - \"--register-with-taints=tailor.dev/unregistered=true:NoSchedule,dedicated=:NoSchedule\"\n"
 )
 
 func caLine() string { return "    certificateAuthority: \"" + testCluster.CABundle + "\"\n" }
@@ -55,17 +55,17 @@ func TestParseBootstrap(t *testing.T) {
 	wantAL := &Bootstrap{
 		OS: "al2023", MaxPods: 29,
 		Labels: map[string]string{"tailor.dev/pool": "general", "team": "a"},
-		Taints: []corev1.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: corev1.TaintEffectNoExecute}, {Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}},
+		Taints: []corev1.Taint{{Key: "tailor.dev/unregistered", Value: "true", Effect: corev1.TaintEffectNoSchedule}, {Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}},
 	}
 	bottlerocket := func(extra string) string {
 		return "[settings.kubernetes]\ncluster-name = \"demo\"\napi-server = \"https://127.0.0.1:6443\"\n" +
 			"cluster-certificate = \"" + testCluster.CABundle + "\"\n" + extra +
 			"\n[settings.kubernetes.node-labels]\n\"tailor.dev/pool\" = \"general\"\n" +
-			"\n[settings.kubernetes.node-taints]\n\"tailor.dev/unregistered\" = [\"true:NoExecute\"]\n\"dedicated\" = [\":NoSchedule\"]\n"
+			"\n[settings.kubernetes.node-taints]\n\"tailor.dev/unregistered\" = [\"true:NoSchedule\"]\n\"dedicated\" = [\":NoSchedule\"]\n"
 	}
 	wantBR := &Bootstrap{
 		OS: "bottlerocket", MaxPods: 58, Labels: map[string]string{"tailor.dev/pool": "general"},
-		Taints: []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}, {Key: "tailor.dev/unregistered", Value: "true", Effect: corev1.TaintEffectNoExecute}},
+		Taints: []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}, {Key: "tailor.dev/unregistered", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 	}
 	tests := []struct {
 		name     string
