@@ -23,13 +23,14 @@ func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*pla
 		return pods
 	}
 	now := p.clock().Now()
+	p.forgetHandBacks(now)
 	room := map[types.UID]int{}
 	var rest []*planning.Pod
 	var back []*corev1.Pod
 	var claims []*v1alpha1.Claim
 	for _, pod := range pods {
 		w, ok := p.Rollouts.Of(pod.Pod)
-		if !ok || !p.firstHandBack(pod.Pod.UID, now) {
+		if !ok || !p.firstHandBack(pod.Pod.UID) {
 			rest = append(rest, pod)
 			continue
 		}
@@ -62,9 +63,9 @@ func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*pla
 	return rest
 }
 
-// firstHandBack says whether the pod was not handed back within expectedPlanFresh, and forgets
-// the older hand-backs.
-func (p *Provisioner) firstHandBack(uid types.UID, now time.Time) bool {
+// forgetHandBacks drops the hand-backs older than expectedPlanFresh: such a pod may be handed
+// back again.
+func (p *Provisioner) forgetHandBacks(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for u, at := range p.handedBack {
@@ -72,6 +73,12 @@ func (p *Provisioner) firstHandBack(uid types.UID, now time.Time) bool {
 			delete(p.handedBack, u)
 		}
 	}
+}
+
+// firstHandBack says whether the pod was not handed back within expectedPlanFresh.
+func (p *Provisioner) firstHandBack(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	_, handed := p.handedBack[uid]
 	return !handed
 }
