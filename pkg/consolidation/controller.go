@@ -95,6 +95,8 @@ type Controller struct {
 	queue   workqueue.TypedDelayingInterface[string]
 	// progress tells workloads creating pods from those that stopped.
 	progress rollout.Progress
+	// scaledUpAt is when a pass last saw the cluster scaling up.
+	scaledUpAt time.Time
 }
 
 const passKey = "pass"
@@ -354,6 +356,12 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		owing = c.progress.Moving(ws, s.now)
 	}
 	s.scaleUp = scaleUp(c.Claims.List(), pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
+	if s.scaleUp != "" {
+		c.scaledUpAt = s.now
+	}
+	// A claim's node coming up for pending pods marks a scale-up too: a replica that just took
+	// over, or a pass that missed a short burst, sees it on the claims.
+	s.scaledUpAt = lastScaleUp(c.Claims.List(), c.scaledUpAt)
 	s.creating = len(owing) > 0
 	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs)...)
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}

@@ -72,6 +72,11 @@ type snapshot struct {
 	// creating says that workloads are still creating pods: the pods to come may need even an
 	// empty node, so only interrupted nodes are decided about.
 	creating bool
+	// scaledUpAt is when the cluster was last seen scaling up. A node's pods are moved only once
+	// its pool's consolidateAfter has passed since then, as since a pod last came or went on the
+	// node: a burst's last wave lands on the nodes its first waves filled, and a node that was
+	// idle through the burst is not idle room the burst left over.
+	scaledUpAt time.Time
 }
 
 // steps are the methods in the order decide tries them, the cheapest decision first. A pass

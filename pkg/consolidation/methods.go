@@ -91,6 +91,12 @@ func idle(s *snapshot, o *ownedNode) bool {
 	return s.now.Sub(o.idleSince) >= o.pool.Disruption.ConsolidateAfter.Duration
 }
 
+// pastScaleUp says whether the pool's consolidateAfter has passed since the cluster last scaled
+// up.
+func pastScaleUp(s *snapshot, o *ownedNode) bool {
+	return s.now.Sub(s.scaledUpAt) >= o.pool.Disruption.ConsolidateAfter.Duration
+}
+
 // launchDrifted says whether the pool's launch settings changed since the node launched. A claim
 // without the fingerprint (launched before Tailor recorded it) has not drifted.
 func launchDrifted(o *ownedNode) bool {
@@ -107,9 +113,10 @@ func expired(s *snapshot, o *ownedNode) bool {
 // due says whether the node is drifted or expired: it is renewed, whatever else holds for it.
 func due(s *snapshot, o *ownedNode) bool { return launchDrifted(o) || expired(s, o) }
 
-// underutilized says whether the node is one the delete, merge and replace methods look at: idle,
-// with pods to move, in a pool consolidated when underutilized, and not up for renewal.
+// underutilized says whether the node is one the delete, merge and replace methods look at: idle
+// since a pod last came or went and since the last scale-up, with pods to move, in a pool
+// consolidated when underutilized, and not up for renewal.
 func underutilized(s *snapshot, c *candidate) bool {
-	return !interrupted(c.ownedNode) && !due(s, c.ownedNode) && idle(s, c.ownedNode) && len(c.evict) > 0 &&
+	return !interrupted(c.ownedNode) && !due(s, c.ownedNode) && idle(s, c.ownedNode) && pastScaleUp(s, c.ownedNode) && len(c.evict) > 0 &&
 		c.pool.Disruption.ConsolidationPolicy == config.WhenEmptyOrUnderutilized
 }

@@ -52,6 +52,21 @@ func scaleUp(claims []*v1alpha1.Claim, pending []*corev1.Pod, owing []rollout.Wo
 	return ""
 }
 
+// lastScaleUp is the later of seen (when a pass last saw a scale-up) and the last time a claim
+// launched for pending pods (not a replacement) had its node initialized.
+func lastScaleUp(claims []*v1alpha1.Claim, seen time.Time) time.Time {
+	last := seen
+	for _, cl := range claims {
+		if cl.Annotations[v1alpha1.AnnotationReplaces] != "" || cl.Status.InitializedAt == nil {
+			continue
+		}
+		if t := cl.Status.InitializedAt.Time; t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
 // starting says whether a claim adds capacity that is not usable yet: launched for pending pods
 // (not as a consolidation's replacement, whose own drain waits for it), neither failed nor
 // going, and its node not yet Registered and initialized.

@@ -139,3 +139,35 @@ func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
 		})
 	}
 }
+
+func TestLastScaleUp(t *testing.T) {
+	now := time.Now()
+	seen := now.Add(-time.Minute)
+	claim := func(initializedAgo time.Duration, replaces string) *v1alpha1.Claim {
+		cl := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		if initializedAgo >= 0 {
+			cl.Status.InitializedAt = &metav1.Time{Time: now.Add(-initializedAgo)}
+		}
+		if replaces != "" {
+			cl.Annotations[v1alpha1.AnnotationReplaces] = replaces
+		}
+		return cl
+	}
+	for _, tc := range []struct {
+		name   string
+		claims []*v1alpha1.Claim
+		want   time.Time
+	}{
+		{name: "no claims", want: seen},
+		{name: "initialized before the pass saw a scale-up", claims: []*v1alpha1.Claim{claim(time.Hour, "")}, want: seen},
+		{name: "initialized since", claims: []*v1alpha1.Claim{claim(time.Hour, ""), claim(time.Second, "")}, want: now.Add(-time.Second)},
+		{name: "not yet initialized", claims: []*v1alpha1.Claim{claim(-1, "")}, want: seen},
+		{name: "a replacement initialized since", claims: []*v1alpha1.Claim{claim(time.Second, "old")}, want: seen},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lastScaleUp(tc.claims, seen); !got.Equal(tc.want) {
+				t.Errorf("lastScaleUp = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
