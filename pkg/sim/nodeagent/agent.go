@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,6 +195,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 	}
 	running := map[string]bool{}
 	var types map[string]*cloud.InstanceType
+	var boots []*cloud.Instance
 	for i := range insts {
 		in := &insts[i]
 		if in.State != cloud.StateRunning || in.PrivateDNSName == "" {
@@ -213,19 +215,19 @@ func (a *Agent) Sync(ctx context.Context) error {
 				types[its[j].Name] = &its[j]
 			}
 		}
-		it, ok := types[in.Type]
-		if !ok || a.held(*in) {
-			continue
+		if _, ok := types[in.Type]; ok && !a.held(*in) {
+			boots = append(boots, in)
 		}
-		boot, err := a.bootstrap(ctx, in)
-		if err != nil {
-			continue
-		}
-		node := a.node(in, it, boot)
-		if _, err := a.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		klog.FromContext(ctx).V(2).Info("Node registered", "node", node.Name, "instance", in.ID, "type", in.Type)
+	}
+	// Instances boot side by side, as on EC2: a fleet launched together registers together,
+	// not one nodeadm run after another.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelBoots)
+	for _, in := range boots {
+		g.Go(func() error { return a.register(gctx, in, types[in.Type]) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for name, n := range existing {
 		if n.Annotations[RegisteredByAnnotation] != registeredByValue || running[name] {
@@ -236,6 +238,23 @@ func (a *Agent) Sync(ctx context.Context) error {
 		}
 		klog.FromContext(ctx).V(2).Info("Node deleted: instance gone", "node", name)
 	}
+	return nil
+}
+
+// parallelBoots bounds the nodeadm runs at once.
+const parallelBoots = 8
+
+// register boots the instance and creates its Node, unless its user data does not bootstrap.
+func (a *Agent) register(ctx context.Context, in *cloud.Instance, it *cloud.InstanceType) error {
+	boot, err := a.bootstrap(ctx, in)
+	if err != nil {
+		return nil // refused (the agent recorded why) or not judged yet (tried next sync)
+	}
+	node := a.node(in, it, boot)
+	if _, err := a.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Node registered", "node", node.Name, "instance", in.ID, "type", in.Type)
 	return nil
 }
 
