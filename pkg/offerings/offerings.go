@@ -6,6 +6,7 @@ package offerings
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -38,6 +39,17 @@ type Cache struct {
 	mu          sync.Mutex
 	network     map[string]Network
 	unavailable map[offeringKey]time.Time
+	// built are the templates last made and what they were made from. The catalog and the
+	// pools' zones change rarely, and building the templates anew for every batch and every
+	// consolidation pass was most of what the scheduler allocated.
+	built built
+}
+
+// built are templates and the catalog and zones they were made from.
+type built struct {
+	types     []cloud.InstanceType
+	zones     map[string][]string
+	templates []*planning.Template
 }
 
 // New builds a Cache.
@@ -75,7 +87,7 @@ func (c *Cache) Templates(ctx context.Context) ([]*planning.Template, error) {
 		}
 		sort.Strings(zones[pool.Name])
 	}
-	templates, err := planning.Templates(c.Args.Pools, its, zones)
+	templates, err := c.templates(its, zones)
 	if err != nil {
 		return nil, err
 	}
@@ -86,4 +98,29 @@ func (c *Cache) Templates(ctx context.Context) ([]*planning.Template, error) {
 		planning.AddDaemons(ctx, templates, c.Daemons(ctx))
 	}
 	return templates, nil
+}
+
+// templates returns a copy of each template of the pools for the catalog and zones, built
+// again only when either changed since the last call. The copies share the templates' nodes,
+// which nothing changes; each caller may set a copy's own fields (allocatable, daemons).
+func (c *Cache) templates(its []cloud.InstanceType, zones map[string][]string) ([]*planning.Template, error) {
+	c.mu.Lock()
+	b := c.built
+	c.mu.Unlock()
+	if b.templates == nil || !reflect.DeepEqual(b.types, its) || !reflect.DeepEqual(b.zones, zones) {
+		templates, err := planning.Templates(c.Args.Pools, its, zones)
+		if err != nil {
+			return nil, err
+		}
+		b = built{types: its, zones: zones, templates: templates}
+		c.mu.Lock()
+		c.built = b
+		c.mu.Unlock()
+	}
+	out := make([]*planning.Template, len(b.templates))
+	for i, t := range b.templates {
+		cp := *t
+		out[i] = &cp
+	}
+	return out, nil
 }

@@ -128,3 +128,54 @@ func TestCapacityTypeUnavailable(t *testing.T) {
 		t.Errorf("templates after the mark expired %v, want %v", got, all)
 	}
 }
+
+// pricedCloud is fixedCloud at a spot price the test changes.
+type pricedCloud struct {
+	fixedCloud
+	spot float64
+}
+
+func (p *pricedCloud) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
+	its, _ := p.fixedCloud.InstanceTypes(ctx)
+	its[0].Offerings[2].PricePerHour = p.spot
+	return its, nil
+}
+
+// Templates are built once per catalog: later calls get copies of the same build, each its own
+// to change, until a price changes.
+func TestTemplatesBuiltOncePerCatalog(t *testing.T) {
+	pc := &pricedCloud{spot: 0.04}
+	c := New(Options{Cloud: pc, Args: &config.TailorArgs{Pools: []config.Pool{{Name: "a", CapacityTypes: []string{"on-demand", "spot"}}}}})
+	ctx := context.Background()
+	first, err := c.Templates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first[0].Available = nil
+	second, err := c.Templates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != len(first) || second[0] == first[0] {
+		t.Fatalf("second call: want %d fresh copies, got %d (first shared: %v)", len(first), len(second), second[0] == first[0])
+	}
+	if second[0].Node != first[0].Node {
+		t.Errorf("the catalog did not change, yet the templates were built again")
+	}
+	if second[0].Available == nil {
+		t.Errorf("a change to one call's template reached the next call's")
+	}
+	pc.spot = 0.05
+	third, err := c.Templates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third[0].Node == first[0].Node {
+		t.Errorf("the spot price changed, yet the templates were not built again")
+	}
+	for _, tm := range third {
+		if tm.Offering.CapacityType == cloud.Spot && tm.Offering.PricePerHour != 0.05 {
+			t.Errorf("template %s priced %v, want the new 0.05", tm.Key(), tm.Offering.PricePerHour)
+		}
+	}
+}

@@ -156,9 +156,20 @@ func TestDaemonOverhead(t *testing.T) {
 func TestUseObserved(t *testing.T) {
 	pl := testPlanner(t)
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("6Gi"), corev1.ResourcePods: resource.MustParse("29")}
+	// The templates' nodes are shared with other copies of the templates (offerings builds
+	// them once per catalog): UseObserved must leave them as they were.
+	before := map[*corev1.Node]string{}
+	for _, tm := range pl.Templates {
+		before[tm.Node] = tm.Node.Status.Allocatable.Cpu().String()
+	}
 	UseObserved(pl.Templates, func(pool, it string) (corev1.ResourceList, bool) {
 		return small, pool == "default" && it == "m6g.large"
 	})
+	for n, cpu := range before {
+		if got := n.Status.Allocatable.Cpu().String(); got != cpu {
+			t.Errorf("UseObserved changed a shared template node's cpu from %s to %s", cpu, got)
+		}
+	}
 	plan := pl.Plan(context.Background(), []*Pod{pod(t, "a", "1", "1Gi", nil)})
 	if len(plan.Nodes) != 1 {
 		t.Fatalf("got %d nodes", len(plan.Nodes))

@@ -123,7 +123,10 @@ func UseObserved(templates []*Template, observed func(pool, instanceType string)
 	for _, t := range templates {
 		if rl, ok := observed(t.Pool.Name, t.Type.Name); ok {
 			t.Allocatable, t.Available = rl, rl
-			t.Node.Status.Allocatable = rl
+			// The node may be shared with other copies of the template: change a copy.
+			n := *t.Node
+			n.Status.Allocatable = rl
+			t.Node = &n
 		}
 	}
 }

@@ -29,6 +29,17 @@ import (
 // price refresh keeps the last good prices, and before the first spot prices load there are no
 // spot offerings (see the package documentation).
 func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
+	if err := p.refreshCatalog(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return copyCatalog(p.catalog), nil
+}
+
+// refreshCatalog loads what is due of the types and prices, and assembles the catalog anew
+// when any of it changed.
+func (p *Provider) refreshCatalog(ctx context.Context) error {
 	p.catalogMu.Lock()
 	defer p.catalogMu.Unlock()
 	now := p.opts.Now()
@@ -42,7 +53,7 @@ func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, err
 			}
 			p.types, p.typesAt, p.typesNext, p.typesFailing, changed = types, now, now.Add(p.opts.CatalogTTL), false, true
 		case p.types == nil:
-			return nil, err
+			return err
 		default:
 			// A failed refresh must not stop provisioning: the types change rarely, and the
 			// last good ones are still right. Try again sooner than a full TTL.
@@ -54,13 +65,13 @@ func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, err
 	}
 	if p.onDemand.prices == nil || !now.Before(p.onDemand.next) {
 		if err := p.refreshOnDemandPrices(ctx, now); err != nil {
-			return nil, err
+			return err
 		}
 		changed = true
 	}
 	if p.spot.prices == nil || !now.Before(p.spot.next) {
 		if err := p.refreshSpotPrices(ctx, now); err != nil {
-			return nil, err
+			return err
 		}
 		changed = true
 	}
@@ -74,7 +85,7 @@ func (p *Provider) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, err
 		}
 		p.catalog, p.byName = cat, byName
 	}
-	return copyCatalog(p.catalog), nil
+	return nil
 }
 
 func copyCatalog(in []cloud.InstanceType) []cloud.InstanceType {
@@ -85,9 +96,9 @@ func copyCatalog(in []cloud.InstanceType) []cloud.InstanceType {
 	return out
 }
 
-// instanceType returns one type of the (cached) catalog.
+// instanceType returns one type of the (cached) catalog, without copying the rest.
 func (p *Provider) instanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
-	if _, err := p.InstanceTypes(ctx); err != nil {
+	if err := p.refreshCatalog(ctx); err != nil {
 		return cloud.InstanceType{}, false, err
 	}
 	p.mu.Lock()
@@ -96,7 +107,9 @@ func (p *Provider) instanceType(ctx context.Context, name string) (cloud.Instanc
 	if !ok {
 		return cloud.InstanceType{}, false, nil
 	}
-	return *it, true, nil
+	out := *it
+	out.Offerings = slices.Clone(it.Offerings)
+	return out, true, nil
 }
 
 // typeEntry is one launchable type without offerings, with the zones that offer it.
