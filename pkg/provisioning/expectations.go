@@ -193,7 +193,7 @@ func (e *Expectations) Refusal(pod *corev1.Pod, ni fwk.NodeInfo) string {
 	if !ok {
 		return ""
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "DaemonSet" {
 		return ""
 	}
 	reserved := e.Reserved(claim, w, onNode)
@@ -232,17 +232,22 @@ func (e *Expectations) about(pod *corev1.Pod, ni fwk.NodeInfo) (claim string, w 
 	if claim = node.Labels[v1alpha1.LabelClaim]; claim == "" {
 		return "", "", nil, false
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		w = ref.UID
 	}
+	// Counted once, when first asked: Filter and Score ask per expected workload, on every
+	// node, for every pod.
+	var counts map[types.UID]int
 	onNode = func(x types.UID) int {
-		n := 0
-		for _, p := range ni.GetPods() {
-			if ref := metav1.GetControllerOf(p.GetPod()); ref != nil && ref.UID == x {
-				n++
+		if counts == nil {
+			counts = map[types.UID]int{}
+			for _, p := range ni.GetPods() {
+				if ref := metav1.GetControllerOfNoCopy(p.GetPod()); ref != nil {
+					counts[ref.UID]++
+				}
 			}
 		}
-		return n
+		return counts[x]
 	}
 	return claim, w, onNode, true
 }
