@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -62,6 +61,8 @@ type Agent struct {
 	// holds are the tests' holds on registration (see Hold), by the order they were made.
 	holds    map[int]func(cloud.Instance) bool
 	nextHold int
+	// pending says whether the last sync saw an instance still pending.
+	pending bool
 }
 
 // Hold keeps the agent from booting and registering a Node for every running instance hold
@@ -167,16 +168,28 @@ func (a *Agent) bootstrap(ctx context.Context, in *cloud.Instance) (*Bootstrap, 
 	return r.boot, r.err
 }
 
-// Run polls until ctx ends.
+// Run polls until ctx ends: every Period, and five times as often while an instance is
+// pending, since a kubelet registers as soon as its instance is up.
 func (a *Agent) Run(ctx context.Context) {
 	if a.Period == 0 {
 		a.Period = 500 * time.Millisecond
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
+	for {
 		if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Node agent sync failed", "err", err)
 		}
-	}, a.Period)
+		next := a.Period
+		a.mu.Lock()
+		if a.pending {
+			next /= 5
+		}
+		a.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
 }
 
 // Sync registers Nodes for running instances and deletes Nodes of vanished ones.
@@ -196,8 +209,10 @@ func (a *Agent) Sync(ctx context.Context) error {
 	running := map[string]bool{}
 	var types map[string]*cloud.InstanceType
 	var boots []*cloud.Instance
+	pending := false
 	for i := range insts {
 		in := &insts[i]
+		pending = pending || in.State == cloud.StatePending
 		if in.State != cloud.StateRunning || in.PrivateDNSName == "" {
 			continue
 		}
@@ -219,6 +234,9 @@ func (a *Agent) Sync(ctx context.Context) error {
 			boots = append(boots, in)
 		}
 	}
+	a.mu.Lock()
+	a.pending = pending
+	a.mu.Unlock()
 	// Instances boot side by side, as on EC2: a fleet launched together registers together,
 	// not one nodeadm run after another.
 	g, gctx := errgroup.WithContext(ctx)
