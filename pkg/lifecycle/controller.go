@@ -159,7 +159,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	var workers sync.WaitGroup
-	for i := 0; i < 2; i++ {
+	for i := 0; i < registrationWorkers; i++ {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
@@ -192,6 +192,10 @@ func (c *Controller) addHandlers() error {
 		},
 	})
 }
+
+// registrationWorkers register nodes side by side: a batch's claims come up together, and
+// each registration is several API calls (node labels and taints, the claim's status).
+const registrationWorkers = 8
 
 func (c *Controller) worker(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) {
 	for {
@@ -257,10 +261,14 @@ func (c *Controller) register(ctx context.Context, name string) error {
 			typeLabels = catalog.Labels(&its[i])
 		}
 	}
+	// The first try updates the informer's copy; a conflict reads the node afresh. Each round
+	// trip counts: the batch's pods wait for this node.
+	n := node
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		if n == nil {
+			if n, err = c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
 		n = n.DeepCopy()
 		n.Labels = nodeshape.RegisteredLabels(n.Labels, pool, typeLabels, cl.Spec.CapacityType, cl.Name)
@@ -270,16 +278,34 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		}
 		n.Spec.Taints = nodeshape.RegisteredTaints(n.Spec.Taints, pool)
 		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			n = nil
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	firstRegistration := cl.Status.Phase != v1alpha1.ClaimRegistered
-	cl = cl.DeepCopy()
 	now := metav1.Now()
-	cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
-	if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
+	// The launcher may have written the claim since the informer saw it: a conflict reads the
+	// claim afresh and writes only its status again, not the node.
+	gone := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if gone = Deleting(cl, node); gone {
+			return nil // the termination stage deals with it
+		}
+		cl = cl.DeepCopy()
+		cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
+		_, err := c.Claims.UpdateStatus(ctx, cl)
+		if apierrors.IsConflict(err) {
+			if fresh, ferr := c.Claims.Fetch(ctx, cl.Name); ferr == nil {
+				cl = fresh
+			}
+		}
+		return err
+	})
+	if err != nil || gone {
 		return err
 	}
 	c.Ledger.SetNodeName(cl.Name, node.Name)
