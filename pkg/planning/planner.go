@@ -327,7 +327,7 @@ func (pl *Planner) newPlanState(ctx context.Context, cl *Cluster) *planState {
 func (ps *planState) templateInfo(ti int) *framework.NodeInfo {
 	if ps.infos[ti] == nil {
 		t := ps.pl.Templates[ti]
-		ps.infos[ti] = nodeInfo(inflate(t.Node), t.Daemons...)
+		ps.infos[ti] = nodeInfo(t.filterNode(), t.Daemons...)
 	}
 	return ps.infos[ti]
 }
