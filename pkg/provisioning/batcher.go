@@ -11,9 +11,14 @@ import (
 )
 
 // Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
-// after it opened, so 20 replicas created at once are planned as one batch, not 20.
+// after it opened, so 20 replicas created at once are planned as one batch, not 20. A batch
+// whose every pod is Covered closes Idle after it opened, however fast pods keep coming.
 type Batcher struct {
 	Idle, Max time.Duration
+	// Covered, if set, says whether the pods still to come of the pod's workload are planned
+	// with it (its owner is still creating them): waiting for them gains the plan nothing and
+	// costs every pod of the batch the wait.
+	Covered func(*planning.Pod) bool
 
 	mu      sync.Mutex
 	pending map[types.UID]*planning.Pod
@@ -66,6 +71,8 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 	defer deadline.Stop()
 	idle := time.NewTimer(b.Idle)
 	defer idle.Stop()
+	covered := time.NewTimer(b.Idle)
+	defer covered.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -76,11 +83,34 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 			}
 			idle.Reset(b.Idle)
 			continue
+		case <-covered.C:
+			if !b.allCovered() {
+				continue
+			}
 		case <-idle.C:
 		case <-deadline.C:
 		}
 		return b.take()
 	}
+}
+
+// allCovered says whether Covered holds for every pod of the open batch.
+func (b *Batcher) allCovered() bool {
+	if b.Covered == nil {
+		return false
+	}
+	b.mu.Lock()
+	pods := make([]*planning.Pod, 0, len(b.pending))
+	for _, p := range b.pending {
+		pods = append(pods, p)
+	}
+	b.mu.Unlock()
+	for _, p := range pods {
+		if !b.Covered(p) {
+			return false
+		}
+	}
+	return len(pods) > 0
 }
 
 func (b *Batcher) take() []*planning.Pod {

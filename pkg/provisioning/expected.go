@@ -107,6 +107,16 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 	return out, shares
 }
 
+// covered says whether the pod's workload is still creating pods: its pods still to come are
+// planned with it (see expected), so its batch need not wait for them.
+func (p *Provisioner) covered(pod *planning.Pod) bool {
+	if p.Rollouts == nil || pod.Filter == nil {
+		return false
+	}
+	w, ok := p.Rollouts.Of(pod.Pod)
+	return ok && w.Wants > p.Rollouts.Live(w)
+}
+
 // providedFor counts w's live pods that need no plan from this batch: those with a node, those
 // the ledger holds on a claim, and the batch's own. The rest were created after the batch was
 // taken (during a burst, a second's worth): they come in the next batch, and are planned now

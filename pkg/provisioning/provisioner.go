@@ -75,13 +75,15 @@ type Provisioner struct {
 
 // New builds a Provisioner.
 func New(o Options) *Provisioner {
-	return &Provisioner{
+	p := &Provisioner{
 		Options:    o,
 		batcher:    NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
 		launcher:   NewLauncher(o),
 		planning:   map[types.UID]bool{},
 		handedBack: map[types.UID]time.Time{},
 	}
+	p.batcher.Covered = p.covered
+	return p
 }
 
 // Launcher returns the launcher, which the lifecycle controller uses to resume claims.
