@@ -160,7 +160,9 @@ func size(req corev1.ResourceList) float64 {
 // resource check (NodeResourcesFit) only asks whether the node offers a resource at all: how
 // much fits is the packer's own arithmetic, on the same numbers, per pod rather than per class.
 func inflate(node *corev1.Node) *corev1.Node {
-	n := node.DeepCopy()
+	// A shallow copy: labels, taints and the rest are the template's, which nothing changes;
+	// only the allocatable is the inflated node's own.
+	n := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: node.ObjectMeta, Spec: node.Spec, Status: node.Status}
 	alloc := make(corev1.ResourceList, len(n.Status.Allocatable))
 	for name, q := range n.Status.Allocatable {
 		if q.IsZero() {
