@@ -103,7 +103,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 			pl.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "Replanning", "Provisioning",
 				"node %s of claim %s is ready but no longer holds this pod; planning again", r.NodeName, r.Claim)
 		default:
-			return pl.nominate(r.NodeName), fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
+			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: r.NodeName, NominatingMode: framework.ModeOverride}},
+				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
 		}
 	}
 	if !pl.ready.Load() {
@@ -116,16 +117,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	// The planner asks the profile's Filter plugins with the state this cycle computed.
 	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
-}
-
-// nominate nominates the pod to its planned node once the node is in this cycle's snapshot, so
-// that pods of lower priority leave it the room. A node still booting is not: kube-scheduler
-// would try the pod there first on each retry and log the missing node as an error.
-func (pl *Plugin) nominate(node string) *framework.PostFilterResult {
-	if _, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node); err != nil {
-		return nil
-	}
-	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: node, NominatingMode: framework.ModeOverride}}
 }
 
 // failedOnRegisteredNode tells whether the pod's planned node is up, Ready and free of every
