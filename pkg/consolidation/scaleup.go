@@ -10,9 +10,9 @@ import (
 	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
-// rolloutStall is how long a workload may owe the same number of pods and still count as a
-// scale-up under way. A ReplicaSet updates its status only after each burst of up to 500 pods,
-// which its controller creates at about 20 a second.
+// rolloutStall is how long a workload may go without creating a pod and still count as a
+// scale-up under way (a controller that stopped: a quota without a condition, a webhook that
+// refuses its pods).
 const rolloutStall = 2 * time.Minute
 
 // recentPending is how young a pending pod must be to say the cluster is still scaling up: it

@@ -43,7 +43,8 @@ type Lister struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	StatefulSets appslisters.StatefulSetLister
 	Jobs         batchlisters.JobLister
-	// Pods counts a workload's live pods (Live); Owing does not need it.
+	// Pods counts a workload's live pods (Live); without it Owing goes by the controllers'
+	// status alone.
 	Pods          corelisters.PodLister
 	SchedulerName string
 }
@@ -57,7 +58,10 @@ func (l *Lister) Owing() ([]Workload, error) {
 	}
 	for _, rs := range rss {
 		if n := replicaSetOwes(rs); n > 0 && l.ours(&rs.Spec.Template) {
-			out = append(out, Workload{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, UID: rs.UID, Owed: n, Template: &rs.Spec.Template})
+			w := Workload{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, UID: rs.UID, Owed: n, Template: &rs.Spec.Template}
+			if w.Owed = l.notCreated(w, replicaSetWants(rs)); w.Owed > 0 {
+				out = append(out, w)
+			}
 		}
 	}
 	sss, err := l.StatefulSets.List(labels.Everything())
@@ -66,7 +70,10 @@ func (l *Lister) Owing() ([]Workload, error) {
 	}
 	for _, ss := range sss {
 		if n := statefulSetOwes(ss); n > 0 && l.ours(&ss.Spec.Template) {
-			out = append(out, Workload{Kind: "StatefulSet", Namespace: ss.Namespace, Name: ss.Name, UID: ss.UID, Owed: n, Template: &ss.Spec.Template})
+			w := Workload{Kind: "StatefulSet", Namespace: ss.Namespace, Name: ss.Name, UID: ss.UID, Owed: n, Template: &ss.Spec.Template}
+			if w.Owed = l.notCreated(w, statefulSetWants(ss)); w.Owed > 0 {
+				out = append(out, w)
+			}
 		}
 	}
 	jobs, err := l.Jobs.List(labels.Everything())
@@ -79,6 +86,18 @@ func (l *Lister) Owing() ([]Workload, error) {
 		}
 	}
 	return out, nil
+}
+
+// notCreated is how many of the pods w wants the informer has not seen created, if the lister
+// counts pods (else what its status says it owes). A ReplicaSet updates its status only after
+// each burst of up to 500 creations, which takes minutes when several controllers share
+// kube-controller-manager's rate limit; each pod shows as soon as it is created, so progress
+// (Progress) is seen pod by pod, not burst by burst.
+func (l *Lister) notCreated(w Workload, wants int) int {
+	if l.Pods == nil {
+		return w.Owed
+	}
+	return max(wants-len(l.LivePods(w)), 0)
 }
 
 func (l *Lister) ours(t *corev1.PodTemplateSpec) bool { return t.Spec.SchedulerName == l.SchedulerName }

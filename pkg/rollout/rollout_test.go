@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,5 +125,50 @@ func TestProgress(t *testing.T) {
 	p.Moving(nil, start.Add(4*time.Minute))
 	if len(p.seen) != 0 {
 		t.Errorf("a workload that owes nothing is still remembered")
+	}
+}
+
+// With pods to count, what a workload owes follows the pods created, not the controller's
+// status, which a ReplicaSet updates only after each burst of creations: a workload whose pods
+// all exist owes none, and each pod created is progress.
+func TestOwingCountsCreatedPods(t *testing.T) {
+	labels := map[string]string{"app": "web"}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"},
+		Spec:   appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](4), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{SchedulerName: "tailor"}}},
+		Status: appsv1.ReplicaSetStatus{Replicas: 0}}
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	if err := factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(rs); err != nil {
+		t.Fatal(err)
+	}
+	pods := factory.Core().V1().Pods().Informer().GetIndexer()
+	l := &Lister{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(), StatefulSets: factory.Apps().V1().StatefulSets().Lister(),
+		Jobs: factory.Batch().V1().Jobs().Lister(), Pods: factory.Core().V1().Pods().Lister(), SchedulerName: "tailor"}
+	p := &Progress{Stall: time.Minute}
+	now := time.Now()
+	for created, want := range []string{"ReplicaSet ns/web owes 4 pods", "ReplicaSet ns/web owes 3 pods", "ReplicaSet ns/web owes 2 pods", "ReplicaSet ns/web owes 1 pods", ""} {
+		if created > 0 {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("web-", created), Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: ptr.To(true)}}}}
+			if err := pods.Add(pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws, err := l.Owing()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if len(ws) == 1 {
+			got = ws[0].String()
+		}
+		if got != want || len(ws) > 1 {
+			t.Fatalf("%d pods created, status still 0: owing %v, want %q", created, ws, want)
+		}
+		// Each pod created is progress, whatever the status says: the workload keeps counting
+		// past Stall as long as pods keep coming.
+		now = now.Add(50 * time.Second)
+		if want != "" && len(p.Moving(ws, now)) != 1 {
+			t.Fatalf("%d pods created, a pod every 50s: no longer moving", created)
+		}
 	}
 }
