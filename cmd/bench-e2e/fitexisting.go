@@ -74,6 +74,8 @@ func runFitExisting(ctx context.Context, cfg *rest.Config, pods int, zones []str
 	}
 	rep.PodsPerSecondRatio = ratio(rep.Tailor.PodsPerSecond, rep.Vanilla.PodsPerSecond)
 	rep.PeakRSSRatio = ratio(rep.Tailor.PeakRSSMiB, rep.Vanilla.PeakRSSMiB)
+	rep.RunPeakRSSMiB = schedulerPair{Tailor: tailorRSS.MiB(), Vanilla: vanillaRSS.MiB()}
+	rep.RunPeakRSSRatio = ratio(rep.RunPeakRSSMiB.Tailor, rep.RunPeakRSSMiB.Vanilla)
 	return rep, nil
 }
 

@@ -93,6 +93,17 @@ type fitReport struct {
 	// Ratios are Tailor ÷ vanilla.
 	PodsPerSecondRatio float64 `json:"podsPerSecondRatio"`
 	PeakRSSRatio       float64 `json:"peakRSSRatio"`
+	// RunPeakRSSMiB is each scheduler's VmHWM once both phases are over: the same span of the
+	// same cluster for both, with Tailor's consolidation after the burst in it (each phase's
+	// PeakRSSMiB is read when that phase ends, Tailor's before the vanilla's phase).
+	RunPeakRSSMiB   schedulerPair `json:"runPeakRSSMiB"`
+	RunPeakRSSRatio float64       `json:"runPeakRSSRatio"`
+}
+
+// schedulerPair is one figure for each scheduler.
+type schedulerPair struct {
+	Tailor  float64 `json:"tailor"`
+	Vanilla float64 `json:"vanilla"`
 }
 
 type fitScheduler struct {

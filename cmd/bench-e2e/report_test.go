@@ -75,4 +75,10 @@ func TestReportIsOneLine(t *testing.T) {
 	if _, ok := back["pending"]; ok {
 		t.Errorf("a settled report has pending")
 	}
+	fit, _ := back["fitExisting"].(map[string]any)
+	for _, k := range []string{"podsPerSecondRatio", "peakRSSRatio", "runPeakRSSMiB", "runPeakRSSRatio"} {
+		if _, ok := fit[k]; !ok {
+			t.Errorf("fitExisting has no %q", k)
+		}
+	}
 }
