@@ -240,3 +240,42 @@ func waitCached(t *testing.T, lw *launcherWorld, name string) {
 		t.Fatalf("claim %s not cached: %v", name, err)
 	}
 }
+
+// A batch is covered when its pods' workloads are creating pods and no other workload of the
+// profile with pods is: a workload whose first pods have yet to fail keeps the batch open for
+// them.
+func TestCovered(t *testing.T) {
+	w := newRolloutWorld(t, 10)
+	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: ledger.New()}}
+	batch := []*planning.Pod{w.pod(0), w.pod(1)}
+	if !p.covered(batch) {
+		t.Errorf("the only workload creating pods has pods in the batch: want covered")
+	}
+	if p.covered(append(batch, planning.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}, nil))) {
+		t.Errorf("a bare pod in the batch: want not covered")
+	}
+	api := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api", UID: "rs-api"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](5), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}}, Spec: corev1.PodSpec{SchedulerName: "tailor"}}}}
+	if err := w.factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(api); err != nil {
+		t.Fatal(err)
+	}
+	if !p.covered(batch) {
+		t.Errorf("another workload is creating pods but has none yet: want covered (they cannot be planned with this batch)")
+	}
+	apiPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api-0", UID: "api-0", Labels: map[string]string{"app": "api"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "api", UID: api.UID, Controller: ptr.To(true)}}}}
+	if err := w.factory.Core().V1().Pods().Informer().GetIndexer().Add(apiPod); err != nil {
+		t.Fatal(err)
+	}
+	if p.covered(batch) {
+		t.Errorf("another workload is creating pods, none of them in the batch: want not covered")
+	}
+	w.scale(2) // web has all its pods: none still to come
+	if err := w.factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Delete(api); err != nil {
+		t.Fatal(err)
+	}
+	if p.covered(batch) {
+		t.Errorf("web has all its pods: want not covered")
+	}
+}
