@@ -119,13 +119,7 @@ func (p *Provisioner) covered(pods []*planning.Pod) bool {
 	in := map[types.UID]bool{}
 	for _, pod := range pods {
 		w, ok := p.Rollouts.Of(pod.Pod)
-		if !ok || pod.Filter == nil {
-			return false
-		}
-		if in[w.UID] {
-			continue // counted once per workload: a batch may hold hundreds of its pods
-		}
-		if w.Wants <= p.Rollouts.Live(w) {
+		if !ok || pod.Filter == nil || w.Wants <= p.Rollouts.Live(w) {
 			return false
 		}
 		in[w.UID] = true
