@@ -12,13 +12,13 @@ import (
 
 // Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
 // after it opened, so 20 replicas created at once are planned as one batch, not 20. A batch
-// that is Covered closes as soon as it is (looked at every Idle), however fast pods keep coming.
+// whose every pod is Covered closes Idle after it opened, however fast pods keep coming.
 type Batcher struct {
 	Idle, Max time.Duration
-	// Covered, if set, says whether every pod still to come that the batch could be planned with
-	// will be planned with it anyway (as its workload's pods still to come): waiting for them
-	// gains the plan nothing and costs every pod of the batch the wait.
-	Covered func([]*planning.Pod) bool
+	// Covered, if set, says whether the pods still to come of the pod's workload are planned
+	// with it (its owner is still creating them): waiting for them gains the plan nothing and
+	// costs every pod of the batch the wait.
+	Covered func(*planning.Pod) bool
 
 	mu      sync.Mutex
 	pending map[types.UID]*planning.Pod
@@ -84,8 +84,7 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 			idle.Reset(b.Idle)
 			continue
 		case <-covered.C:
-			if !b.covered() {
-				covered.Reset(b.Idle)
+			if !b.allCovered() {
 				continue
 			}
 		case <-idle.C:
@@ -95,18 +94,23 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 	}
 }
 
-// covered says whether Covered holds for the open batch.
-func (b *Batcher) covered() bool {
+// allCovered says whether Covered holds for every pod of the open batch.
+func (b *Batcher) allCovered() bool {
 	if b.Covered == nil {
 		return false
 	}
 	b.mu.Lock()
 	pods := make([]*planning.Pod, 0, len(b.pending))
-	for _, uid := range b.order {
-		pods = append(pods, b.pending[uid])
+	for _, p := range b.pending {
+		pods = append(pods, p)
 	}
 	b.mu.Unlock()
-	return len(pods) > 0 && b.Covered(pods)
+	for _, p := range pods {
+		if !b.Covered(p) {
+			return false
+		}
+	}
+	return len(pods) > 0
 }
 
 func (b *Batcher) take() []*planning.Pod {

@@ -107,35 +107,14 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 	return out, shares
 }
 
-// covered says whether the batch's pods still to come are all planned with it: every pod's
-// workload is still creating pods (they are planned as its pods still to come, see expected),
-// and every workload of the profile creating pods that has any has a pod in the batch. A
-// workload whose first pods have yet to fail would otherwise be planned in a batch of its own,
-// onto nodes of its own.
-func (p *Provisioner) covered(pods []*planning.Pod) bool {
-	if p.Rollouts == nil {
+// covered says whether the pod's workload is still creating pods: its pods still to come are
+// planned with it (see expected), so its batch need not wait for them.
+func (p *Provisioner) covered(pod *planning.Pod) bool {
+	if p.Rollouts == nil || pod.Filter == nil {
 		return false
 	}
-	in := map[types.UID]bool{}
-	for _, pod := range pods {
-		w, ok := p.Rollouts.Of(pod.Pod)
-		if !ok || pod.Filter == nil || w.Wants <= p.Rollouts.Live(w) {
-			return false
-		}
-		in[w.UID] = true
-	}
-	owing, err := p.Rollouts.Owing()
-	if err != nil {
-		return false
-	}
-	for _, w := range owing {
-		// A workload with no pod yet cannot be planned with this batch however long it waits;
-		// one whose pods exist will have them fail here within moments.
-		if !in[w.UID] && p.Rollouts.Live(w) > 0 {
-			return false
-		}
-	}
-	return true
+	w, ok := p.Rollouts.Of(pod.Pod)
+	return ok && w.Wants > p.Rollouts.Live(w)
 }
 
 // providedFor counts w's live pods that need no plan from this batch: those with a node, those
