@@ -355,19 +355,21 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		c.progress.Stall = rolloutStall
 		owing = c.progress.Moving(ws, s.now)
 	}
-	s.scaleUp = scaleUp(c.Claims.List(), pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
+	// Listed once: the store converts every claim on each list.
+	claims := c.Claims.List()
+	s.scaleUp = scaleUp(claims, pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
 	if s.scaleUp != "" {
 		c.scaledUpAt = s.now
 	}
 	// A claim's node coming up for pending pods marks a scale-up too: a replica that just took
 	// over, or a pass that missed a short burst, sees it on the claims.
-	s.scaledUpAt = lastScaleUp(c.Claims.List(), c.scaledUpAt)
+	s.scaledUpAt = lastScaleUp(claims, c.scaledUpAt)
 	s.creating = len(owing) > 0
 	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs)...)
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
 	// Nodes waiting for their replacements count against the budget as if already draining.
 	replaced := map[string]bool{}
-	for _, cl := range c.Claims.List() {
+	for _, cl := range claims {
 		for _, name := range replacedBy(cl) {
 			replaced[name] = true
 		}
