@@ -12,13 +12,13 @@ import (
 
 // Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
 // after it opened, so 20 replicas created at once are planned as one batch, not 20. A batch
-// whose every pod is Covered closes Idle after it opened, however fast pods keep coming.
+// that is Covered closes Idle after it opened, however fast pods keep coming.
 type Batcher struct {
 	Idle, Max time.Duration
-	// Covered, if set, says whether the pods still to come of the pod's workload are planned
-	// with it (its owner is still creating them): waiting for them gains the plan nothing and
-	// costs every pod of the batch the wait.
-	Covered func(*planning.Pod) bool
+	// Covered, if set, says whether the pods still to come of every pod's workload are planned
+	// with the batch (their owners are still creating them): waiting for them gains the plan
+	// nothing and costs every pod of the batch the wait.
+	Covered func([]*planning.Pod) bool
 
 	mu      sync.Mutex
 	pending map[types.UID]*planning.Pod
@@ -94,7 +94,7 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 	}
 }
 
-// allCovered says whether Covered holds for every pod of the open batch.
+// allCovered says whether Covered holds for the open batch.
 func (b *Batcher) allCovered() bool {
 	if b.Covered == nil {
 		return false
@@ -105,12 +105,7 @@ func (b *Batcher) allCovered() bool {
 		pods = append(pods, p)
 	}
 	b.mu.Unlock()
-	for _, p := range pods {
-		if !b.Covered(p) {
-			return false
-		}
-	}
-	return len(pods) > 0
+	return len(pods) > 0 && b.Covered(pods)
 }
 
 func (b *Batcher) take() []*planning.Pod {

@@ -56,7 +56,14 @@ func TestBatcherClosesCoveredBatchEarly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBatcher(20*time.Millisecond, time.Hour)
-			b.Covered = func(p *planning.Pod) bool { return p.Pod.Name != tc.uncovered }
+			b.Covered = func(ps []*planning.Pod) bool {
+				for _, p := range ps {
+					if p.Pod.Name == tc.uncovered {
+						return false
+					}
+				}
+				return true
+			}
 			done := make(chan struct{})
 			sent := make(chan struct{})
 			go func() {

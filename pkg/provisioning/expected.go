@@ -107,14 +107,28 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 	return out, shares
 }
 
-// covered says whether the pod's workload is still creating pods: its pods still to come are
-// planned with it (see expected), so its batch need not wait for them.
-func (p *Provisioner) covered(pod *planning.Pod) bool {
-	if p.Rollouts == nil || pod.Filter == nil {
+// covered says whether every pod's workload is still creating pods: their pods still to come
+// are planned with the batch (see expected), so it need not wait for them. Each workload is
+// looked at once: a batch may hold hundreds of its pods.
+func (p *Provisioner) covered(pods []*planning.Pod) bool {
+	if p.Rollouts == nil {
 		return false
 	}
-	w, ok := p.Rollouts.Of(pod.Pod)
-	return ok && w.Wants > p.Rollouts.Live(w)
+	seen := map[types.UID]bool{}
+	for _, pod := range pods {
+		w, ok := p.Rollouts.Of(pod.Pod)
+		if !ok || pod.Filter == nil {
+			return false
+		}
+		if seen[w.UID] {
+			continue
+		}
+		if w.Wants <= p.Rollouts.Live(w) {
+			return false
+		}
+		seen[w.UID] = true
+	}
+	return true
 }
 
 // providedFor counts w's live pods that need no plan from this batch: those with a node, those

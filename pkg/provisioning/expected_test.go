@@ -240,3 +240,20 @@ func waitCached(t *testing.T, lw *launcherWorld, name string) {
 		t.Fatalf("claim %s not cached: %v", name, err)
 	}
 }
+
+// A batch is covered while every pod's workload is still creating pods, and only then.
+func TestCovered(t *testing.T) {
+	w := newRolloutWorld(t, 10)
+	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: ledger.New()}}
+	batch := []*planning.Pod{w.pod(0), w.pod(1)}
+	if !p.covered(batch) {
+		t.Errorf("the ReplicaSet wants 10 and has 2: want covered")
+	}
+	if p.covered(append(batch, planning.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}, nil))) {
+		t.Errorf("a bare pod in the batch: want not covered")
+	}
+	w.scale(2)
+	if p.covered(batch) {
+		t.Errorf("the ReplicaSet has all its pods: want not covered")
+	}
+}
