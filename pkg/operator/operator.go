@@ -155,7 +155,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
-		Recorder: h.EventRecorder(), Pods: pods.Lister(), Activate: activate,
+		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
 		Offerings: offs, Rollouts: rollouts,
 	})
 	// Every replica serves the metrics from the start, leader or not.

@@ -38,7 +38,7 @@ func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, te
 		if len(byWorkload) == 0 {
 			break
 		}
-		if !keepsRoomFor(cached, byWorkload) {
+		if !keepsRoomFor(cached, byWorkload) || p.nodeGoing(cached) {
 			continue
 		}
 		c, taken, err := p.takeExpected(ctx, cached.Name, byWorkload, templates)

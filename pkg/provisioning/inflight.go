@@ -27,6 +27,28 @@ func inFlight(c *v1alpha1.Claim) bool {
 	return c.Status.Phase == v1alpha1.ClaimLaunched || c.Status.Phase == v1alpha1.ClaimRegistered && c.Status.InitializedAt == nil
 }
 
+// nodeGoing says whether the claim's node is being deleted or drained. Its claim stays
+// Registered, and uninitialized if the node went before it was up, until the drain ends; pods
+// put on it would wait for a node that never takes them.
+func (p *Provisioner) nodeGoing(c *v1alpha1.Claim) bool {
+	if p.Nodes == nil || c.Status.NodeName == "" {
+		return false
+	}
+	n, err := p.Nodes.Get(c.Status.NodeName)
+	if err != nil {
+		return false
+	}
+	if n.DeletionTimestamp != nil {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1alpha1.TaintDisrupting {
+			return true
+		}
+	}
+	return false
+}
+
 // fillInFlight puts pods onto claims whose instance is launched but whose node is not up yet
 // (inFlight), where the room the plan left on them holds the pods, and returns the pods still without
 // capacity. Without it, pods arriving a few at a time would each get a new node while a node
@@ -38,7 +60,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(pods) == 0 {
 			break
 		}
-		if !inFlight(cached) || cached.Annotations[v1alpha1.AnnotationReplaces] != "" {
+		if !inFlight(cached) || cached.Annotations[v1alpha1.AnnotationReplaces] != "" || p.nodeGoing(cached) {
 			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
 		}
 		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)

@@ -37,6 +37,9 @@ type Options struct {
 	Ledger   *ledger.Ledger
 	Recorder events.EventRecorder
 	Pods     corelisters.PodLister
+	// Nodes, if set, tells a claim whose node is going (deleted, or drained) from one whose node
+	// is still to come up: the first takes no more pods.
+	Nodes corelisters.NodeLister
 	// Activate moves pods back to the scheduler's active queue.
 	Activate func(pods []*corev1.Pod)
 	// Offerings lists what may be launched, and learns which offerings had no capacity.
