@@ -290,10 +290,12 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	now := metav1.Now()
 	// The launcher may have written the claim since the informer saw it: a conflict reads the
 	// claim afresh and writes only its status again, not the node.
-	gone := false
+	skip := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if gone = Deleting(cl, node); gone {
-			return nil // the termination stage deals with it
+		// Going: the termination stage deals with it. Registered on this node already: an
+		// earlier pass wrote it, and the informer had not caught up.
+		if skip = Deleting(cl, node) || cl.Status.Phase == v1alpha1.ClaimRegistered && cl.Status.NodeName == node.Name; skip {
+			return nil
 		}
 		cl = cl.DeepCopy()
 		cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
@@ -305,7 +307,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		}
 		return err
 	})
-	if err != nil || gone {
+	if err != nil || skip {
 		return err
 	}
 	c.Ledger.SetNodeName(cl.Name, node.Name)
