@@ -282,8 +282,15 @@ func deployment(ns, name string, replicas int32, spec corev1.PodSpec) *appsv1.De
 }
 
 // watchPods calls f with the namespace's pods every 100 ms, in the background, until the
-// returned stop is called; stop waits for the call under way. A list that fails is skipped.
+// returned stop is called. stop waits for the call under way and then calls f once more, so f
+// has seen every pod that exists when stop is called (a pod created and Running within one
+// interval is not missed). A list that fails is skipped.
 func watchPods(ns string, f func(pods []corev1.Pod)) (stop func()) {
+	observe := func() {
+		if list, err := world.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
+			f(list.Items)
+		}
+	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -293,12 +300,10 @@ func watchPods(ns string, f func(pods []corev1.Pod)) (stop func()) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			if list, err := world.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
-				f(list.Items)
-			}
+			observe()
 		}
 	}()
-	return func() { close(quit); <-done }
+	return func() { close(quit); <-done; observe() }
 }
 
 // leaseHolder is the holder of the named lease of Tailor's namespace ("" when none holds it).
