@@ -30,7 +30,7 @@ type clusterNode struct {
 func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod) *Cluster {
 	cl := &Cluster{dims: newDims(), byName: make(map[string]*clusterNode, len(nodes))}
 	for _, n := range nodes {
-		cn := &clusterNode{name: n.Name, info: nodeInfo(inflate(n)), capacity: cl.dims.vec(n.Status.Allocatable, false)}
+		cn := &clusterNode{name: n.Name, info: filterInfo(n), capacity: cl.dims.vec(n.Status.Allocatable, false)}
 		cl.nodes = append(cl.nodes, cn)
 		cl.byName[n.Name] = cn
 	}

@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,4 +86,33 @@ func nodeInfo(node *corev1.Node, pods ...*corev1.Pod) *framework.NodeInfo {
 	ni := framework.NewNodeInfo(pods...)
 	ni.SetNode(node)
 	return ni
+}
+
+// filterInfo is the NodeInfo the planner asks the Filter plugins about: node with pods on it, its
+// allocatable far beyond any plan, so the plugins' resource check (NodeResourcesFit) only asks
+// whether the node offers a resource at all: how much fits is the packer's own arithmetic, on
+// the same numbers, per pod rather than per class. Only the NodeInfo's own Allocatable (what the
+// plugins read) is inflated; the node is shared, not copied, as templates number in thousands.
+func filterInfo(node *corev1.Node, pods ...*corev1.Pod) *framework.NodeInfo {
+	ni := nodeInfo(node, pods...)
+	a := ni.Allocatable
+	a.MilliCPU, a.Memory, a.EphemeralStorage = beyondAnyPlan(a.MilliCPU), beyondAnyPlan(a.Memory), beyondAnyPlan(a.EphemeralStorage)
+	a.AllowedPodNumber = int(beyondAnyPlan(int64(a.AllowedPodNumber)))
+	for name, v := range a.ScalarResources {
+		a.ScalarResources[name] = beyondAnyPlan(v)
+	}
+	return ni
+}
+
+// beyondAnyPlan maps an amount a node offers to one no plan can fill; none stays none, and a
+// larger amount stays larger.
+func beyondAnyPlan(v int64) int64 {
+	switch {
+	case v <= 0:
+		return v
+	case v > (math.MaxInt64-1<<40)/1024:
+		return math.MaxInt64 / 2 // the largest types (u-*tb) would overflow
+	default:
+		return v*1024 + 1<<40
+	}
 }

@@ -327,7 +327,7 @@ func (pl *Planner) newPlanState(ctx context.Context, cl *Cluster) *planState {
 func (ps *planState) templateInfo(ti int) *framework.NodeInfo {
 	if ps.infos[ti] == nil {
 		t := ps.pl.Templates[ti]
-		ps.infos[ti] = nodeInfo(t.filterNode(), t.Daemons...)
+		ps.infos[ti] = filterInfo(t.Node, t.Daemons...)
 	}
 	return ps.infos[ti]
 }
@@ -672,7 +672,7 @@ func (ps *planState) openTemplate(c *class, m *member, ti int) *openNode {
 	t := ps.pl.Templates[ti]
 	name := fmt.Sprintf("planned-%d", len(ps.nodes))
 	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}}
-	n.info = nodeInfo(inflate(nodeNamed(t, name)), t.Daemons...)
+	n.info = filterInfo(nodeNamed(t, name), t.Daemons...)
 	for _, d := range n.info.Pods {
 		ps.log = append(ps.log, placement{pod: d, node: n})
 	}
@@ -885,7 +885,7 @@ func spreadRefusalOnly(p *Pod, reason string) bool {
 func fitOnto(ctx context.Context, t *Template, nodeName string, placed []*Pod, candidates []*Pod, planned bool) []*Pod {
 	d := newDims()
 	avail := d.vec(t.Available, false)
-	info := nodeInfo(inflate(nodeNamed(t, nodeName)), t.Daemons...)
+	info := filterInfo(nodeNamed(t, nodeName), t.Daemons...)
 	var used vec
 	for _, p := range placed {
 		used = used.add(d.vec(p.Requests, true))

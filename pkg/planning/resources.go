@@ -1,10 +1,7 @@
 package planning
 
 import (
-	"math"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // dims maps the resource names of one plan to positions in a vector. Packing compares vectors of
@@ -154,31 +151,6 @@ func fitCount(c, req vec) int {
 func size(req corev1.ResourceList) float64 {
 	cpu, mem := req[corev1.ResourceCPU], req[corev1.ResourceMemory]
 	return float64(cpu.MilliValue())/1000 + float64(mem.Value())/float64(4<<30)
-}
-
-// inflate returns a copy of node whose allocatable is far beyond any plan, so the Filter plugins'
-// resource check (NodeResourcesFit) only asks whether the node offers a resource at all: how
-// much fits is the packer's own arithmetic, on the same numbers, per pod rather than per class.
-func inflate(node *corev1.Node) *corev1.Node {
-	// A shallow copy: labels, taints and the rest are the template's, which nothing changes;
-	// only the allocatable is the inflated node's own.
-	n := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: node.ObjectMeta, Spec: node.Spec, Status: node.Status}
-	alloc := make(corev1.ResourceList, len(n.Status.Allocatable))
-	for name, q := range n.Status.Allocatable {
-		if q.IsZero() {
-			alloc[name] = q
-			continue
-		}
-		v := q.MilliValue()
-		if v > (math.MaxInt64-1<<40)/1024 {
-			v = math.MaxInt64 / 2 // the largest types (u-*tb) would overflow
-		} else {
-			v = v*1024 + 1<<40
-		}
-		alloc[name] = *resource.NewMilliQuantity(v, q.Format)
-	}
-	n.Status.Allocatable = alloc
-	return n
 }
 
 func addResources(sum, add corev1.ResourceList) corev1.ResourceList {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,28 +31,6 @@ type Template struct {
 	// their requests (and pod slots), which is what the planner packs into.
 	Daemons   []*corev1.Pod
 	Available corev1.ResourceList
-
-	// inflated is the node the Filter plugins see for this template, made once and shared by
-	// every copy of the template that keeps its Node.
-	inflated *inflatedNode
-}
-
-// inflatedNode is inflate(from), made when first needed.
-type inflatedNode struct {
-	from *corev1.Node
-	once sync.Once
-	node *corev1.Node
-}
-
-// filterNode is the node the planner asks the Filter plugins about for the template: its own,
-// with room no pod count can fill (see inflate). Every plan and every consolidation question
-// asks about the same templates, so it is made once per template node.
-func (t *Template) filterNode() *corev1.Node {
-	if t.inflated == nil || t.inflated.from != t.Node {
-		return inflate(t.Node) // a node of its own (UseObserved), or built by hand
-	}
-	t.inflated.once.Do(func() { t.inflated.node = inflate(t.Node) })
-	return t.inflated.node
 }
 
 // Key names the template for logs and caches.
@@ -95,8 +72,7 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 				if !sel.Match(node) {
 					continue
 				}
-				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Available: alloc, Node: node,
-					inflated: &inflatedNode{from: node}})
+				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Available: alloc, Node: node})
 			}
 		}
 	}
