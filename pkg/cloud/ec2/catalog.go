@@ -122,30 +122,33 @@ type typeEntry struct {
 // loadTypes lists the launchable types and their zones, sorted by name.
 func (p *Provider) loadTypes(ctx context.Context) ([]typeEntry, error) {
 	var infos []ec2types.InstanceTypeInfo
-	// Every paginator of the provider stops when a page repeats the token it was asked with:
-	// the SDK's default asks for the same page again, until the context ends.
-	typesPager := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)},
-		func(o *ec2.DescribeInstanceTypesPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for typesPager.HasMorePages() {
-		page, err := typesPager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100), NextToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("ec2: describing instance types: %w", err)
+			return nil, err
 		}
 		infos = append(infos, page.InstanceTypes...)
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing instance types: %w", err)
 	}
 
 	zones := map[string][]string{}
-	offPager := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, &ec2.DescribeInstanceTypeOfferingsInput{
-		LocationType: ec2types.LocationTypeAvailabilityZone, MaxResults: aws.Int32(1000),
-	}, func(o *ec2.DescribeInstanceTypeOfferingsPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for offPager.HasMorePages() {
-		page, err := offPager.NextPage(ctx)
+	err = eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeInstanceTypeOfferings(ctx, &ec2.DescribeInstanceTypeOfferingsInput{
+			LocationType: ec2types.LocationTypeAvailabilityZone, MaxResults: aws.Int32(1000), NextToken: token,
+		})
 		if err != nil {
-			return nil, fmt.Errorf("ec2: describing instance type offerings: %w", err)
+			return nil, err
 		}
 		for _, o := range page.InstanceTypeOfferings {
 			zones[string(o.InstanceType)] = append(zones[string(o.InstanceType)], aws.ToString(o.Location))
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing instance type offerings: %w", err)
 	}
 
 	enis, err := awsdata.ENILimits()

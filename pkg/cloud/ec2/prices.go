@@ -132,11 +132,12 @@ func (p *Provider) fetchOnDemandPrices(ctx context.Context) (map[string]float64,
 		MaxResults:    aws.Int32(100),
 	}
 	out := map[string]float64{}
-	pager := pricing.NewGetProductsPaginator(p.pricing, in, func(o *pricing.GetProductsPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		req := *in
+		req.NextToken = token
+		page, err := p.pricing.GetProducts(ctx, &req)
 		if err != nil {
-			return nil, fmt.Errorf("pricing GetProducts: %w", err)
+			return nil, err
 		}
 		for _, raw := range page.PriceList {
 			typ, price, ok := parsePriceListItem(raw, p.region)
@@ -147,6 +148,10 @@ func (p *Provider) fetchOnDemandPrices(ctx context.Context) (map[string]float64,
 				out[typ] = price
 			}
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pricing GetProducts: %w", err)
 	}
 	return out, nil
 }
@@ -246,13 +251,13 @@ func (p *Provider) fetchSpotPrices(ctx context.Context, now time.Time) (map[stri
 		at    time.Time
 	}
 	newest := map[string]map[string]point{} // type → zone → newest point
-	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{spotProduct},
-		StartTime:           aws.Time(now),
-		MaxResults:          aws.Int32(1000),
-	}, func(o *ec2.DescribeSpotPriceHistoryPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{
+			ProductDescriptions: []string{spotProduct},
+			StartTime:           aws.Time(now),
+			MaxResults:          aws.Int32(1000),
+			NextToken:           token,
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +277,10 @@ func (p *Provider) fetchSpotPrices(ctx context.Context, now time.Time) (map[stri
 				newest[typ][zone] = point{price, at}
 			}
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]map[string]float64, len(newest))
 	for typ, zones := range newest {

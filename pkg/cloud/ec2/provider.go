@@ -106,9 +106,9 @@ type Provider struct {
 	opts    Options
 	region  string
 	log     *slog.Logger
-	ec2     *ec2.Client
-	ssm     *ssm.Client
-	pricing *pricing.Client // nil when on-demand prices come from the shipped table only
+	ec2     ec2API
+	ssm     ssmAPI
+	pricing *pricingAPI // nil when on-demand prices come from the shipped table only
 	// noPricingAPI says why pricing is nil.
 	noPricingAPI string
 
@@ -189,18 +189,19 @@ func NewFromConfig(cfg aws.Config, opts Options) (*Provider, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	ec2Client := ec2.NewFromConfig(cfg, withPlainBodiesEC2)
 	p := &Provider{
 		opts:      opts,
 		region:    cfg.Region,
 		log:       opts.Logger,
-		ec2:       ec2.NewFromConfig(cfg, withPlainBodiesEC2),
-		ssm:       ssm.NewFromConfig(cfg, withPlainBodiesSSM),
+		ec2:       newEC2API(ec2Client),
+		ssm:       newSSMAPI(ssm.NewFromConfig(cfg, withPlainBodiesSSM)),
 		images:    map[string]cachedImage{},
 		templates: map[string]templateRef{},
 		zones:     map[string]string{},
 	}
-	p.pricing = pricing.NewFromConfig(cfg, withPlainBodiesPricing, func(o *pricing.Options) { o.Region = pricingRegion(cfg.Region) })
-	if ep := p.ec2.Options().BaseEndpoint; ep != nil && p.pricing.Options().BaseEndpoint == nil {
+	p.pricing = newPricingAPI(pricing.NewFromConfig(cfg, withPlainBodiesPricing, func(o *pricing.Options) { o.Region = pricingRegion(cfg.Region) }))
+	if ep := ec2Client.Options().BaseEndpoint; ep != nil && p.pricing.Options().BaseEndpoint == nil {
 		p.pricing = nil
 		p.noPricingAPI = fmt.Sprintf("the EC2 endpoint is overridden (%s) and the Pricing endpoint is not (set AWS_ENDPOINT_URL_PRICING to use the Pricing API)", *ep)
 	}
@@ -258,10 +259,8 @@ func (p *Provider) Subnets(ctx context.Context, sel cloud.Selector) ([]cloud.Sub
 // describeSubnets lists subnets and remembers their zones; errors are the SDK's, unwrapped.
 func (p *Provider) describeSubnets(ctx context.Context, ids []string, filters []ec2types.Filter) ([]cloud.Subnet, error) {
 	var out []cloud.Subnet
-	pager := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{SubnetIds: ids, Filters: filters},
-		func(o *ec2.DescribeSubnetsPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: ids, Filters: filters, NextToken: token})
 		if err != nil {
 			return nil, err
 		}
@@ -271,6 +270,10 @@ func (p *Provider) describeSubnets(ctx context.Context, ids []string, filters []
 				AvailableIPs: int64(aws.ToInt32(sn.AvailableIpAddressCount)),
 			})
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	for _, sn := range out {
@@ -287,16 +290,18 @@ func (p *Provider) SecurityGroups(ctx context.Context, sel cloud.Selector) ([]st
 		return nil, err
 	}
 	var out []string
-	pager := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids, Filters: filters},
-		func(o *ec2.DescribeSecurityGroupsPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err = eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids, Filters: filters, NextToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("ec2: describing security groups: %w", err)
+			return nil, err
 		}
 		for _, g := range page.SecurityGroups {
 			out = append(out, aws.ToString(g.GroupId))
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing security groups: %w", err)
 	}
 	return out, nil
 }
@@ -313,17 +318,22 @@ func (p *Provider) Instances(ctx context.Context, tags map[string]string) ([]clo
 
 func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]cloud.Instance, error) {
 	var out []cloud.Instance
-	pager := ec2.NewDescribeInstancesPaginator(p.ec2, in, func(o *ec2.DescribeInstancesPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		req := *in
+		req.NextToken = token
+		page, err := p.ec2.DescribeInstances(ctx, &req)
 		if err != nil {
-			return nil, fmt.Errorf("ec2: describing instances: %w", err)
+			return nil, err
 		}
 		for _, r := range page.Reservations {
-			for _, in := range r.Instances {
-				out = append(out, toInstance(in))
+			for _, inst := range r.Instances {
+				out = append(out, toInstance(inst))
 			}
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing instances: %w", err)
 	}
 	return out, nil
 }

@@ -22,12 +22,10 @@ func (p *Provider) LaunchTemplates(ctx context.Context, tags map[string]string) 
 	}
 	want[tagClusterPrefix+p.opts.ClusterName] = tagOwnedValue
 	var out []cloud.LaunchTemplate
-	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{Filters: tagFilters(want), MaxResults: aws.Int32(200)},
-		func(o *ec2.DescribeLaunchTemplatesPaginatorOptions) { o.StopOnDuplicateToken = true })
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
+	err := eachPage(ctx, func(ctx context.Context, token *string) (*string, error) {
+		page, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: tagFilters(want), MaxResults: aws.Int32(200), NextToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("ec2: describing launch templates: %w", err)
+			return nil, err
 		}
 		for _, lt := range page.LaunchTemplates {
 			out = append(out, cloud.LaunchTemplate{
@@ -35,6 +33,10 @@ func (p *Provider) LaunchTemplates(ctx context.Context, tags map[string]string) 
 				Created: aws.ToTime(lt.CreateTime), Tags: fromTags(lt.Tags),
 			})
 		}
+		return page.NextToken, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ec2: describing launch templates: %w", err)
 	}
 	return out, nil
 }

@@ -33,8 +33,18 @@ type DescribeClusterAPI interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, optFns ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }
 
-// NewClient returns the SDK's EKS client for cfg (its endpoint, retryer and credentials).
-func NewClient(cfg aws.Config) *eks.Client { return eks.NewFromConfig(cfg) }
+// NewClient returns the SDK's EKS client for cfg (its endpoint, retryer and credentials), as
+// the one method value Resolve calls: an *eks.Client converted to an interface would link all
+// of its operations into the binary (see pkg/cloud/ec2's api.go).
+func NewClient(cfg aws.Config) DescribeClusterAPI {
+	return describeClusterFunc(eks.NewFromConfig(cfg).DescribeCluster)
+}
+
+type describeClusterFunc func(ctx context.Context, in *eks.DescribeClusterInput, optFns ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
+
+func (f describeClusterFunc) DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, optFns ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	return f(ctx, in, optFns...)
+}
 
 // Resolve returns given with its empty fields filled from DescribeCluster of name. The error
 // names the TailorArgs fields that would let Tailor start without the lookup.

@@ -35,13 +35,34 @@ type API interface {
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 }
 
-// NewClient returns the SDK's SQS client for cfg (its endpoint, retryer and credentials).
-func NewClient(cfg aws.Config) *sqs.Client {
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+// NewClient returns the SDK's SQS client for cfg (its endpoint, retryer and credentials), as
+// the method values the queue calls: an *sqs.Client converted to an interface would link all of
+// its operations into the binary (see pkg/cloud/ec2's api.go).
+func NewClient(cfg aws.Config) API {
+	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if o.HTTPClient != nil {
 			o.HTTPClient = ec2.PlainBodies(o.HTTPClient)
 		}
 	})
+	return client{getQueueURL: c.GetQueueUrl, receiveMessage: c.ReceiveMessage, deleteMessage: c.DeleteMessage}
+}
+
+type client struct {
+	getQueueURL    func(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	receiveMessage func(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	deleteMessage  func(context.Context, *sqs.DeleteMessageInput, ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+func (c client) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	return c.getQueueURL(ctx, in, optFns...)
+}
+
+func (c client) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return c.receiveMessage(ctx, in, optFns...)
+}
+
+func (c client) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	return c.deleteMessage(ctx, in, optFns...)
 }
 
 // Message is one received message.
