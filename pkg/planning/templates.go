@@ -45,6 +45,9 @@ const TemplateNodeName = "tailor-template"
 // requirements, in zones where the pool has a subnet. zones maps a pool name to its usable zones.
 func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string][]string) ([]*Template, error) {
 	var out []*Template
+	// A type's allocatable, capacity and labels are the same in every pool: made once and shared
+	// by its templates, which nothing changes (UseObserved and AddDaemons replace them).
+	shapes := make([]*typeShape, len(types))
 	for pi := range pools {
 		pool := &pools[pi]
 		sel, err := poolSelector(pool)
@@ -61,23 +64,30 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 		}
 		for ti := range types {
 			it := &types[ti]
-			alloc := catalog.Allocatable(it)
-			capacity := catalog.Capacity(it)
-			base := catalog.Labels(it)
 			for _, off := range it.Offerings {
 				if !allowedZones[off.Zone] || !allowedCT[off.CapacityType] {
 					continue
 				}
-				node := templateNode(pool, base, off, capacity, alloc)
+				if shapes[ti] == nil {
+					shapes[ti] = &typeShape{alloc: catalog.Allocatable(it), capacity: catalog.Capacity(it), labels: catalog.Labels(it)}
+				}
+				sh := shapes[ti]
+				node := templateNode(pool, sh.labels, off, sh.capacity, sh.alloc)
 				if !sel.Match(node) {
 					continue
 				}
-				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: alloc, Available: alloc, Node: node})
+				out = append(out, &Template{Pool: pool, Type: it, Offering: off, Allocatable: sh.alloc, Available: sh.alloc, Node: node})
 			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Offering.PricePerHour < out[j].Offering.PricePerHour })
 	return out, nil
+}
+
+// typeShape is what a node of one instance type has whatever its pool, zone or capacity type.
+type typeShape struct {
+	alloc, capacity corev1.ResourceList
+	labels          map[string]string
 }
 
 func poolSelector(pool *config.Pool) (*nodeaffinity.NodeSelector, error) {
