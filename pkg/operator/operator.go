@@ -53,6 +53,7 @@ type Operator struct {
 	// workloads are the ReplicaSets, StatefulSets and Jobs, whose pods still to come are a
 	// scale-up under way.
 	workloads     []cache.SharedIndexInformer
+	offerings     *offerings.Cache
 	lifecycle     *lifecycle.Controller
 	consolidation *consolidation.Controller
 	interruptions *interruption.Controller
@@ -153,6 +154,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
+	o.offerings = offs
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
@@ -240,6 +242,7 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 		o.Provisioner.Launcher().Rebuild(o.store.List())
 		logger.Info("Tailor ready", "cluster", o.Args.ClusterName, "pools", len(o.Args.Pools))
 		onReady()
+		go o.warmOfferings(ctx)
 		go o.Provisioner.Run(ctx)
 		// Launch resumption, registration and garbage collection act on the cloud: one replica
 		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
@@ -269,6 +272,17 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 			wg.Wait()
 		})
 	}()
+}
+
+// warmOfferings loads the instance catalog, prices and pools' networks, and builds the
+// templates, as soon as the caches have synced. Left to the first batch, its pods waited for
+// them (several AWS calls, some paginated), and the catalog's decoding garbage added to the
+// batch's own planning at the scheduler's memory peak. A failure is only logged: the first
+// batch asks again.
+func (o *Operator) warmOfferings(ctx context.Context) {
+	if _, err := o.offerings.Templates(ctx); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(err, "Could not load the instance catalog yet; the first batch will try again")
+	}
 }
 
 // indexByNamespace gives an informer a namespace index unless it has one. kube-scheduler's pod
