@@ -12,13 +12,12 @@ import (
 
 // Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
 // after it opened, so 20 replicas created at once are planned as one batch, not 20. A batch
-// closes as soon as it is Covered (asked every Idle from its opening), however fast pods keep
-// coming.
+// that is Covered closes Idle after it opened, however fast pods keep coming.
 type Batcher struct {
 	Idle, Max time.Duration
-	// Covered, if set, says whether every pod still to come that could join the batch is
-	// planned with it anyway (as its workload's pods still to come): waiting for them gains the
-	// plan nothing and costs every pod of the batch the wait.
+	// Covered, if set, says whether the pods still to come of every pod's workload are planned
+	// with the batch (their owners are still creating them): waiting for them gains the plan
+	// nothing and costs every pod of the batch the wait.
 	Covered func([]*planning.Pod) bool
 
 	mu      sync.Mutex
@@ -86,7 +85,6 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 			continue
 		case <-covered.C:
 			if !b.allCovered() {
-				covered.Reset(b.Idle) // pods still on their way may join by then
 				continue
 			}
 		case <-idle.C:

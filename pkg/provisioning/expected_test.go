@@ -244,8 +244,7 @@ func waitCached(t *testing.T, lw *launcherWorld, name string) {
 // A batch is covered while every pod's workload is still creating pods, and only then.
 func TestCovered(t *testing.T) {
 	w := newRolloutWorld(t, 10)
-	led := ledger.New()
-	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: led}}
+	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: ledger.New()}}
 	batch := []*planning.Pod{w.pod(0), w.pod(1)}
 	if !p.covered(batch) {
 		t.Errorf("the ReplicaSet wants 10 and has 2: want covered")
@@ -253,44 +252,6 @@ func TestCovered(t *testing.T) {
 	if p.covered(append(batch, planning.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}, nil))) {
 		t.Errorf("a bare pod in the batch: want not covered")
 	}
-
-	// Another workload creating pods holds the batch while one of its pods exists that is
-	// neither bound, on a claim nor in the batch: it is about to fail here too.
-	api := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api", UID: "rs-api"},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](5), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}}, Spec: corev1.PodSpec{SchedulerName: "tailor"}}}}
-	if err := w.factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(api); err != nil {
-		t.Fatal(err)
-	}
-	if !p.covered(batch) {
-		t.Errorf("api is creating pods but has none yet: want covered (none can join this batch)")
-	}
-	apiPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api-0", UID: "api-0", Labels: map[string]string{"app": "api"},
-		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "api", UID: api.UID, Controller: ptr.To(true)}}}}
-	pods := w.factory.Core().V1().Pods().Informer().GetIndexer()
-	if err := pods.Add(apiPod); err != nil {
-		t.Fatal(err)
-	}
-	if p.covered(batch) {
-		t.Errorf("api has a pending pod outside the batch: want not covered")
-	}
-	led.Add("claim-a", "", []types.UID{apiPod.UID})
-	if !p.covered(batch) {
-		t.Errorf("api's only pod waits on a claim: want covered")
-	}
-	led.Forget(apiPod.UID)
-	bound := apiPod.DeepCopy()
-	bound.Spec.NodeName = "node-a"
-	if err := pods.Update(bound); err != nil {
-		t.Fatal(err)
-	}
-	if !p.covered(batch) {
-		t.Errorf("api's only pod is bound: want covered")
-	}
-	if err := w.factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Delete(api); err != nil {
-		t.Fatal(err)
-	}
-
 	w.scale(2)
 	if p.covered(batch) {
 		t.Errorf("the ReplicaSet has all its pods: want not covered")
