@@ -209,13 +209,26 @@ func fitPod(name, scheduler string) *corev1.Pod {
 	}
 }
 
+// deleteAttempts is how many times deletePods asks for the scheduler's pods to go. A collection
+// delete of thousands of pods on a loaded API server can outlast its request timeout, which
+// ends the call part-way ("stream error ... INTERNAL_ERROR" after a 5000-pod burst); asking
+// again deletes what is left.
+const deleteAttempts = 3
+
 // deletePods removes the scheduler's pods at once and waits until they are gone, so the next
 // scheduler finds the nodes empty.
 func (f *fitPhase) deletePods(ctx context.Context, scheduler string) error {
 	sel := metav1.ListOptions{LabelSelector: fitSchedulerBy + "=" + scheduler}
 	zero := int64(0)
-	if err := f.client.CoreV1().Pods(fitNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); err != nil {
-		return err
+	for attempt := 1; ; attempt++ {
+		err := f.client.CoreV1().Pods(fitNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel)
+		if err == nil {
+			break
+		}
+		if attempt == deleteAttempts || ctx.Err() != nil {
+			return fmt.Errorf("deleting the pods scheduled by %s (%d attempts): %w", scheduler, attempt, err)
+		}
+		progressf("deleting the pods scheduled by %s: %v; asking again", scheduler, err)
 	}
 	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, fitTimeout, true, func(ctx context.Context) (bool, error) {
 		list, err := f.client.CoreV1().Pods(fitNamespace).List(ctx, sel)
