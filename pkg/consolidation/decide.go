@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/kubernetes/pkg/util/taints"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -242,10 +243,5 @@ func schedulable(nodes []*corev1.Node, excluded map[string]bool) []*corev1.Node 
 }
 
 func disrupting(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1alpha1.TaintDisrupting {
-			return true
-		}
-	}
-	return false
+	return taints.TaintKeyExists(n.Spec.Taints, v1alpha1.TaintDisrupting)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/util/taints"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/planning"
@@ -38,15 +39,7 @@ func (p *Provisioner) nodeGoing(c *v1alpha1.Claim) bool {
 	if err != nil {
 		return false
 	}
-	if n.DeletionTimestamp != nil {
-		return true
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1alpha1.TaintDisrupting {
-			return true
-		}
-	}
-	return false
+	return n.DeletionTimestamp != nil || taints.TaintKeyExists(n.Spec.Taints, v1alpha1.TaintDisrupting)
 }
 
 // fillInFlight puts pods onto claims whose instance is launched but whose node is not up yet
