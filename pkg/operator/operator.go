@@ -147,6 +147,9 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	expectations := &provisioning.Expectations{Waiting: func(x v1alpha1.ExpectedPods) bool {
 		w, ok := rollouts.Get(x.Kind, x.Namespace, x.Name, types.UID(x.UID))
 		return ok && w.Wants > rollouts.Placed(w)
+	}, DaemonSetExists: func(d v1alpha1.DaemonPod) bool {
+		ds, err := daemonSets.Lister().DaemonSets(d.Namespace).Get(d.Name)
+		return err == nil && string(ds.UID) == d.UID && ds.DeletionTimestamp == nil
 	}}
 	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, handle: h, store: store,
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),

@@ -36,6 +36,9 @@ type Expectations struct {
 	// Waiting, if set, says whether a workload still has pods to place (to create, or created
 	// and not yet on a node): the room kept for it stands only while it does.
 	Waiting func(v1alpha1.ExpectedPods) bool
+	// DaemonSetExists, if set, says whether a DaemonSet is still there: the room a node keeps
+	// for its pod stands only while it is.
+	DaemonSetExists func(v1alpha1.DaemonPod) bool
 
 	mu      sync.RWMutex
 	byClaim map[string]claimExpectations
@@ -45,6 +48,7 @@ type Expectations struct {
 type claimExpectations struct {
 	made     time.Time
 	expected []v1alpha1.ExpectedPods
+	daemons  []v1alpha1.DaemonPod
 }
 
 type waitingAnswer struct {
@@ -53,24 +57,26 @@ type waitingAnswer struct {
 }
 
 // outstanding is a workload's pods still to come on one node: how many, and what each requests.
+// A DaemonSet's pod (daemon) is the node's own: no other node is planned for it.
 type outstanding struct {
 	workload types.UID
 	pods     int
 	requests corev1.ResourceList
+	daemon   bool
 }
 
 // Follow records the claim's expectations as it is now.
 func (e *Expectations) Follow(c *v1alpha1.Claim) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(c.Spec.ExpectedPods) == 0 || c.DeletionTimestamp != nil || c.Status.Phase == v1alpha1.ClaimFailed {
+	if len(c.Spec.ExpectedPods)+len(c.Spec.Daemons) == 0 || c.DeletionTimestamp != nil || c.Status.Phase == v1alpha1.ClaimFailed {
 		e.drop(c.Name)
 		return
 	}
 	if e.byClaim == nil {
 		e.byClaim = map[string]claimExpectations{}
 	}
-	e.byClaim[c.Name] = claimExpectations{made: c.CreationTimestamp.Time, expected: c.Spec.ExpectedPods}
+	e.byClaim[c.Name] = claimExpectations{made: c.CreationTimestamp.Time, expected: c.Spec.ExpectedPods, daemons: c.Spec.Daemons}
 }
 
 // Forget drops a deleted claim.
@@ -97,7 +103,8 @@ func (e *Expectations) Any() bool {
 }
 
 // outstandingOn lists the workloads whose pods still to come have room on the node of claim
-// (none: ""); onNode counts a workload's pods on the node.
+// (none: ""), and the DaemonSets whose pod is not there yet; onNode counts a workload's pods on
+// the node.
 func (e *Expectations) outstandingOn(claim string, onNode func(types.UID) int) []outstanding {
 	e.mu.RLock()
 	ce, ok := e.byClaim[claim]
@@ -110,6 +117,12 @@ func (e *Expectations) outstandingOn(claim string, onNode func(types.UID) int) [
 		w := types.UID(x.UID)
 		if n := x.Count - onNode(w); n > 0 && e.waiting(x) {
 			out = append(out, outstanding{workload: w, pods: n, requests: x.Requests})
+		}
+	}
+	for _, d := range ce.daemons {
+		ds := types.UID(d.UID)
+		if onNode(ds) == 0 && (e.DaemonSetExists == nil || e.DaemonSetExists(d)) {
+			out = append(out, outstanding{workload: ds, pods: 1, requests: d.Requests, daemon: true})
 		}
 	}
 	return out
@@ -142,15 +155,20 @@ func (e *Expectations) Reserved(claim string, w types.UID, onNode func(types.UID
 
 // Preference is how the node of claim suits a pod of workload w (none: ""), out of maxScore:
 // all of it if the node still has room planned for w's pods, none if its room is planned for
-// other workloads' pods only, half otherwise.
+// other workloads' pods only, half otherwise. The room kept for DaemonSet pods plans the node
+// for nobody else.
 func (e *Expectations) Preference(claim string, w types.UID, onNode func(types.UID) int, maxScore int64) int64 {
-	os := e.outstandingOn(claim, onNode)
-	for _, o := range os {
-		if w != "" && o.workload == w {
+	others := false
+	for _, o := range e.outstandingOn(claim, onNode) {
+		switch {
+		case o.daemon:
+		case w != "" && o.workload == w:
 			return maxScore
+		default:
+			others = true
 		}
 	}
-	if len(os) > 0 {
+	if others {
 		return 0
 	}
 	return maxScore / 2
@@ -186,8 +204,9 @@ func (e *Expectations) now() time.Time {
 }
 
 // Refusal says why pod does not fit the node ni once the room kept there for other workloads'
-// pods still to come is taken out ("" if it fits, or if no room is kept there). A DaemonSet's
-// pod belongs to the node, whose plan counted it: it is never refused.
+// pods still to come, and for DaemonSet pods not there yet, is taken out ("" if it fits, or if no
+// room is kept there). A DaemonSet's pod belongs to the node, whose plan counted it: it is never
+// refused.
 func (e *Expectations) Refusal(pod *corev1.Pod, ni fwk.NodeInfo) string {
 	claim, w, onNode, ok := e.about(pod, ni)
 	if !ok {

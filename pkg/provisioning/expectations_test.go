@@ -1,6 +1,8 @@
 package provisioning
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -146,5 +148,61 @@ func TestExpectationsRefusal(t *testing.T) {
 	}
 	if got := e.Score(pod("web-3", "ReplicaSet", "web", "500m"), ni, 100); got != 100 {
 		t.Errorf("web's pod scores %d on its node, want 100", got)
+	}
+}
+
+// A node keeps the room its plan counted for a DaemonSet's pod until the pod is there: the
+// DaemonSet controller creates it only once the node has registered, after the scheduler may
+// have filled the node.
+func TestExpectationsKeepRoomForDaemons(t *testing.T) {
+	agent := v1alpha1.DaemonPod{Namespace: "ns", Name: "agent", UID: "agent",
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{v1alpha1.LabelClaim: "c"}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+			corev1.ResourceMemory: resource.MustParse("3114Mi"), corev1.ResourcePods: resource.MustParse("29")}}}
+	pod := func(name, kind, owner, memory string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: owner, UID: types.UID(owner), Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse(memory)}}}}}}
+		return p
+	}
+	// Five of web's pods fill 2560Mi of 3114Mi.
+	var webs []*corev1.Pod
+	for i := range 5 {
+		webs = append(webs, pod(fmt.Sprintf("web-%d", i), "ReplicaSet", "web", "512Mi"))
+	}
+	tests := []struct {
+		name      string
+		withAgent bool
+		dsGone    bool
+		pod       *corev1.Pod
+		want      string
+	}{
+		{"another web pod would take the agent's room", false, false, pod("web-5", "ReplicaSet", "web", "512Mi"), "the node's free memory is kept for pods still to come it was launched for"},
+		{"a smaller pod leaves the agent its room", false, false, pod("small", "ReplicaSet", "small", "256Mi"), ""},
+		{"the agent's own pod", false, false, pod("agent-x", "DaemonSet", "agent", "128Mi"), ""},
+		{"the agent's pod is there: nothing kept", true, false, pod("small", "ReplicaSet", "small", "256Mi"), ""},
+		{"the DaemonSet is gone: nothing kept", false, true, pod("web-5", "ReplicaSet", "web", "512Mi"), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Expectations{DaemonSetExists: func(v1alpha1.DaemonPod) bool { return !tc.dsGone }}
+			e.Follow(&v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "c", CreationTimestamp: metav1.Now()},
+				Spec: v1alpha1.ClaimSpec{Daemons: []v1alpha1.DaemonPod{agent}}})
+			pods := slices.Clone(webs)
+			if tc.withAgent {
+				pods = append(pods, pod("agent-x", "DaemonSet", "agent", "128Mi"))
+			}
+			ni := framework.NewNodeInfo(pods...)
+			ni.SetNode(node)
+			if got := e.Refusal(tc.pod, ni); got != tc.want {
+				t.Errorf("refusal %q, want %q", got, tc.want)
+			}
+			// Room kept for a DaemonSet's pod plans the node for nobody else.
+			if got := e.Score(tc.pod, ni, 100); got != 50 {
+				t.Errorf("score %d, want 50", got)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/config"
@@ -137,12 +138,27 @@ func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 			Zone:         t.Offering.Zone,
 			PodCount:     len(n.Pods),
 			Resources:    t.Allocatable,
+			Daemons:      daemonsOn(t),
 		},
 	}
 	for _, alt := range n.Alternatives {
 		claim.Spec.InstanceTypes = append(claim.Spec.InstanceTypes, alt.Type.Name)
 	}
 	return claim
+}
+
+// daemonsOn names the DaemonSets whose pods the plan counted on a node of t.
+func daemonsOn(t *planning.Template) []v1alpha1.DaemonPod {
+	var out []v1alpha1.DaemonPod
+	for _, d := range t.Daemons {
+		ds := metav1.GetControllerOfNoCopy(d)
+		if ds == nil {
+			continue
+		}
+		out = append(out, v1alpha1.DaemonPod{Namespace: d.Namespace, Name: ds.Name, UID: string(ds.UID),
+			Requests: resourcehelper.PodRequests(d, resourcehelper.PodResourcesOptions{})})
+	}
+	return out
 }
 
 // RecordReplacement records a planned node launched to replace running nodes (consolidation):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +18,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -25,6 +27,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud/fake"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/offerings"
+	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
 // throttled is a throttling error as a provider reports it.
@@ -263,5 +266,29 @@ func TestSpotQuotaLeavesSpotOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A claim names the DaemonSets whose pods its plan counted, with what each pod requests, so its
+// node keeps their room (Expectations) until the DaemonSet controller creates them.
+func TestClaimNamesTheDaemonSetsItsPlanCounted(t *testing.T) {
+	daemon := func(name string, controlled bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name + "-daemon", UID: types.UID(name)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}}}}
+		if controlled {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: name, UID: types.UID(name), Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	pool := &config.Pool{Name: "general"}
+	tmpl := &planning.Template{Pool: pool, Type: &cloud.InstanceType{Name: "m6g.large"}, Offering: cloud.Offering{Zone: "us-east-1a", CapacityType: cloud.OnDemand},
+		Daemons: []*corev1.Pod{daemon("agent", true), daemon("no-owner", false)}}
+	got := newClaim(&planning.PlannedNode{Template: tmpl}).Spec.Daemons
+	if len(got) != 1 || got[0].Name != "agent" || got[0].UID != "agent" || got[0].Namespace != "kube-system" {
+		t.Fatalf("daemons %+v, want the agent DaemonSet alone", got)
+	}
+	if mem := got[0].Requests[corev1.ResourceMemory]; mem.String() != "128Mi" {
+		t.Errorf("agent's pod requests %s memory, want 128Mi", mem.String())
 	}
 }

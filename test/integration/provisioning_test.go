@@ -221,6 +221,65 @@ func TestDaemonSetOverheadCounts(t *testing.T) {
 	}
 }
 
+// The room a node's plan counted for a DaemonSet's pod stays free until that pod is there: the
+// DaemonSet controller creates the pod only once the node has registered, and a pod that comes
+// meanwhile must not take its room, or the daemon never runs there. The agent's pods here have
+// no scheduler, so its room stays kept; a pod that fits the node only by taking that room goes
+// elsewhere.
+func TestDaemonRoomIsKeptUntilItsPodComes(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	agent := podSpec("100m", "1Gi")
+	agent.SchedulerName = "nobody"
+	agent.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}}, Spec: agent}}}
+	if _, err := world.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's informer sees the DaemonSet well within the batcher's window.
+	createPod(t, ns, "first", "1", "2Gi")
+	first := waitRunning(t, ns, 1)[0]
+	node := getNode(t, first.Spec.NodeName)
+	if !pollWithin(waitTimeout, func() bool { return len(pendingAgents(t, ns, node.Name)) == 1 }) {
+		t.Fatalf("no agent pod created for %s\n%s", node.Name, describePods(ns))
+	}
+	// Fits the node's free memory, but only with the agent's 1Gi: half of it is taken.
+	free := node.Status.Allocatable.Memory().Value() - 2<<30
+	second := createPod(t, ns, "second", "100m", resource.NewQuantity(free-512<<20, resource.BinarySI).String())
+	pods := waitRunning(t, ns, 2)
+	for _, p := range pods {
+		if p.Name == second.Name && p.Spec.NodeName == node.Name {
+			t.Errorf("%s took the room %s keeps for the agent's pod (%s free)", p.Name, node.Name, resource.NewQuantity(free, resource.BinarySI))
+		}
+	}
+}
+
+// pendingAgents lists the agent DaemonSet's pods made for the node and not yet on it.
+func pendingAgents(t *testing.T, ns, node string) []corev1.Pod {
+	t.Helper()
+	list, err := world.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Spec.NodeName == "" && strings.Contains(describeAffinity(p), node) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// describeAffinity is the pod's required node affinity as text (where a DaemonSet pins its pod).
+func describeAffinity(p corev1.Pod) string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil {
+		return ""
+	}
+	return p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.String()
+}
+
 // A pod bigger than every allowed type gets an event that says so, and nothing is launched.
 func TestTooBigPodIsExplained(t *testing.T) {
 	ns := newNamespace(t)

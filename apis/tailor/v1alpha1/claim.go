@@ -71,6 +71,10 @@ type ClaimSpec struct {
 	// ExpectedPods are the workloads whose pods the plan put on the node before their
 	// controllers had created them all: a rollout planned whole, not wave by wave.
 	ExpectedPods []ExpectedPods `json:"expectedPods,omitempty"`
+	// Daemons are the DaemonSets whose pods the plan counted on the node. Their controller
+	// creates those pods only once the node has registered; until each has its pod there, the
+	// node keeps its room, or the scheduler would fill it with other pods first.
+	Daemons []DaemonPod `json:"daemons,omitempty"`
 	// Resources is the allocatable the plan assumed for the node.
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
@@ -96,6 +100,15 @@ type ExpectedPods struct {
 	// Count is how many of its pods the plan put on the node.
 	Count int `json:"count"`
 	// Requests are what one of its pods requests: the room each pod still to come keeps.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// DaemonPod is a DaemonSet whose pod the plan counted on the node, and what that pod requests.
+type DaemonPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Requests are what its pod requests: the room the node keeps until the pod is there.
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,8 +58,10 @@ func (d *daemons) refresh(ctx context.Context) {
 			continue
 		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-daemon", UID: ds.UID, Labels: ds.Spec.Template.Labels},
-			Spec:       *ds.Spec.Template.Spec.DeepCopy(),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: ds.Name + "-daemon", UID: ds.UID, Labels: ds.Spec.Template.Labels,
+				// Its DaemonSet, as on the real pod: a claim names the DaemonSets it keeps room for.
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}},
+			Spec: *ds.Spec.Template.Spec.DeepCopy(),
 		}
 		dsutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
 		state := framework.NewCycleState()
