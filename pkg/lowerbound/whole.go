@@ -1,11 +1,11 @@
 package lowerbound
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -247,42 +247,47 @@ func whole(types []Type, groups []WholeGroup, certify bool) (Solution, float64, 
 // dimension; each order started as it is and with each of its first few users taken first. It
 // returns the pods per user (indexed like value) and their value.
 func knapsack(cap []float64, users []int, value []float64, size func(int) []float64, count func(int) int) ([]int, float64) {
-	var items []int
+	items := make([]int, 0, len(users))
 	for _, u := range users {
 		if value[u] > 0 {
 			items = append(items, u)
 		}
 	}
+	// Called for every type in every round of the column generation: one set of buffers serves
+	// every fill.
 	bestK, best := make([]int, len(value)), 0.0
-	// fill takes the pods of order greedily, order[first] first (if first >= 0).
-	fill := func(order []int, first int) {
-		k := make([]int, len(value))
-		left := slices.Clone(cap)
-		total := 0.0
-		take := func(u int) {
-			n := count(u) - k[u]
-			for r, s := range size(u) {
-				if s > 0 {
-					n = min(n, int(math.Floor(left[r]/s*(1+1e-12))))
-				}
-			}
-			if n <= 0 {
-				return
-			}
-			k[u] += n
-			total += float64(n) * value[u]
-			for r, s := range size(u) {
-				left[r] -= float64(n) * s
+	k, left := make([]int, len(value)), make([]float64, len(cap))
+	order, density := make([]int, len(items)), make([]float64, len(value))
+	take := func(u int) float64 {
+		n := count(u) - k[u]
+		for r, s := range size(u) {
+			if s > 0 {
+				n = min(n, int(math.Floor(left[r]/s*(1+1e-12))))
 			}
 		}
+		if n <= 0 {
+			return 0
+		}
+		k[u] += n
+		for r, s := range size(u) {
+			left[r] -= float64(n) * s
+		}
+		return float64(n) * value[u]
+	}
+	// fill takes the pods of order greedily, order[first] first (if first >= 0).
+	fill := func(first int) {
+		clear(k)
+		copy(left, cap)
+		total := 0.0
 		if first >= 0 {
-			take(order[first])
+			total += take(order[first])
 		}
 		for _, u := range order {
-			take(u)
+			total += take(u)
 		}
 		if total > best {
-			best, bestK = total, k
+			best = total
+			copy(bestK, k)
 		}
 	}
 	// share(u, r): the pod's share of the node in dimension r, or its largest share (r < 0).
@@ -296,8 +301,7 @@ func knapsack(cap []float64, users []int, value []float64, size func(int) []floa
 		return out
 	}
 	for r := -1; r < len(cap); r++ {
-		order := slices.Clone(items)
-		density := make(map[int]float64, len(order))
+		copy(order, items)
 		for _, u := range order {
 			if sh := share(u, r); sh > 0 {
 				density[u] = value[u] / sh
@@ -305,10 +309,10 @@ func knapsack(cap []float64, users []int, value []float64, size func(int) []floa
 				density[u] = math.Inf(1)
 			}
 		}
-		sort.SliceStable(order, func(i, j int) bool { return density[order[i]] > density[order[j]] })
-		fill(order, -1)
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(density[b], density[a]) })
+		fill(-1)
 		for i := 1; i < len(order) && i < 8; i++ {
-			fill(order, i)
+			fill(i)
 		}
 	}
 	return bestK, best
