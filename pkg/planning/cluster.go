@@ -58,6 +58,10 @@ type Repacked struct {
 // state (the PreFilter extensions' RemovePod) and the pods placed so far added.
 func (pl *Planner) Repack(ctx context.Context, cl *Cluster, removed []string, pods []*Pod) *Repacked {
 	ps := pl.newPlanState(ctx, cl)
+	if pl.verdictsOf != cl {
+		pl.verdicts, pl.verdictsOf = map[uint64]*verdict{}, cl
+	}
+	ps.verdicts = pl.verdicts
 	gone := make(map[string]bool, len(removed))
 	for _, name := range removed {
 		if cn, ok := cl.byName[name]; ok {

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 func TestRepack(t *testing.T) {
@@ -74,5 +76,57 @@ func TestRepack(t *testing.T) {
 				t.Errorf("node a holds %d pods after the question, %d before: the cluster must not change", after, before)
 			}
 		})
+	}
+}
+
+// templateFilters counts the Filter calls made on template nodes.
+type templateFilters struct {
+	framework.PluginsRunner
+	calls int
+}
+
+func (c *templateFilters) RunFilterPlugins(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	if node.Node().Name == TemplateNodeName {
+		c.calls++
+	}
+	return c.PluginsRunner.RunFilterPlugins(ctx, state, pod, node)
+}
+
+// A class's verdicts on the templates are asked once per Cluster: consolidation asks many
+// questions of one pass's cluster, and each would otherwise run the Filter plugins on every
+// template again. A new Cluster (a new snapshot, so new PreFilter states) asks again.
+func TestRepackAsksTheTemplatesOncePerCluster(t *testing.T) {
+	pl := testPlanner(t)
+	var large *Template
+	for _, tm := range pl.Templates {
+		if tm.Type.Name == "m5.large" && tm.Offering.Zone == "us-east-1a" {
+			large = tm
+		}
+	}
+	nodes := []*corev1.Node{nodeNamed(large, "a")}
+	counter := &templateFilters{}
+	// Too big for a's room: each question opens a new node.
+	moving := func(name string) []*Pod {
+		p := pod(t, name, "3", "6Gi", nil)
+		counter.PluginsRunner = p.Filter.Plugins
+		p.Filter.Plugins = counter
+		return []*Pod{p}
+	}
+	asked := func(cl *Cluster, name string) int {
+		before := counter.calls
+		if r := pl.Repack(context.Background(), cl, nil, moving(name)); len(r.Nodes) != 1 {
+			t.Fatalf("%s: %d new nodes, want 1", name, len(r.Nodes))
+		}
+		return counter.calls - before
+	}
+	cl := NewCluster(nodes, nil)
+	if first := asked(cl, "first"); first < len(pl.Templates) {
+		t.Fatalf("the first question filtered %d templates, fewer than the %d there are", first, len(pl.Templates))
+	}
+	if again := asked(cl, "again"); again >= len(pl.Templates) {
+		t.Errorf("a second question of the same cluster filtered %d templates again", again)
+	}
+	if fresh := asked(NewCluster(nodes, nil), "fresh"); fresh < len(pl.Templates) {
+		t.Errorf("a new cluster's question filtered %d templates, fewer than the %d there are", fresh, len(pl.Templates))
 	}
 }

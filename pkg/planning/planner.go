@@ -71,6 +71,11 @@ type Planner struct {
 
 	// infos caches the template nodes the Filter plugins see; they never change.
 	infos []*framework.NodeInfo
+	// verdicts caches the classes' verdicts on the templates between the Repacks of one
+	// Cluster (verdictsOf): each pod's PreFilter state, which the verdict reads, is computed on
+	// its snapshot.
+	verdicts   map[uint64]*verdict
+	verdictsOf *Cluster
 	// noCompact turns compact off, for tests that compare.
 	noCompact bool
 }
