@@ -439,9 +439,7 @@ func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*polic
 		if v, _ := judge(p, pdbs); v == skip {
 			continue
 		}
-		c := p.DeepCopy()
-		c.Spec.NodeName = ""
-		out = append(out, c)
+		out = append(out, boundTo(p, ""))
 	}
 	return out
 }

@@ -65,9 +65,7 @@ func (q *questions) placeArriving(arriving []*corev1.Pod) []*corev1.Pod {
 	var placed []*corev1.Pod
 	for _, mp := range moving {
 		if node, ok := r.Moves[mp.Pod.UID]; ok {
-			c := mp.Pod.DeepCopy()
-			c.Spec.NodeName = node
-			placed = append(placed, c)
+			placed = append(placed, boundTo(mp.Pod, node))
 			q.landing[node] = true
 		}
 	}
@@ -85,8 +83,7 @@ func (q *questions) repack(templates []*planning.Template, ds []decision) *plann
 			mp, ok := q.states[p]
 			if !ok {
 				// Asked of an unbound copy: a bound pod fits only its own node.
-				c := p.DeepCopy()
-				c.Spec.NodeName = ""
+				c := boundTo(p, "")
 				state, err := q.fw.PreFilter(q.ctx, c)
 				if err != nil {
 					return nil
@@ -143,4 +140,13 @@ func (q *questions) cheaper(set []*candidate, templates []*planning.Template, mi
 	}
 	d.node, d.replacements = set[0].ownedNode, r.Nodes
 	return d, before, after, true
+}
+
+// boundTo is p as if bound to node ("": unbound), for the questions of a pass. It is a shallow
+// copy: the rest is the informer's object, which nobody changes, so a pass that asks about
+// every pod of the cluster holds a Pod struct per pod, not a second copy of each.
+func boundTo(p *corev1.Pod, node string) *corev1.Pod {
+	c := *p
+	c.Spec.NodeName = node
+	return &c
 }

@@ -29,3 +29,18 @@ func TestQuestionsWithPodOnUnknownNode(t *testing.T) {
 			want: "delete b (1 pods, 0 new)"},
 	}, w.decide)
 }
+
+// A question's copy of a pod moves it to another node (or none) and leaves the informer's
+// object as it was.
+func TestBoundToLeavesThePodAlone(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{NodeName: "a"}}
+	for _, node := range []string{"", "b"} {
+		c := boundTo(p, node)
+		if c.Spec.NodeName != node || c.Name != "web" || c.Labels["app"] != "web" {
+			t.Errorf("boundTo(%q): node %q, name %q, labels %v", node, c.Spec.NodeName, c.Name, c.Labels)
+		}
+		if p.Spec.NodeName != "a" {
+			t.Fatalf("boundTo(%q) moved the original to %q", node, p.Spec.NodeName)
+		}
+	}
+}
