@@ -12,7 +12,6 @@ import (
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
-	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
 // poolLimits admits new claims against each pool's cpu and memory limits. Usage is the capacity
@@ -21,6 +20,10 @@ import (
 type poolLimits struct {
 	mu     sync.Mutex
 	recent map[string]recentClaim
+	// capacity is each instance type's capacity, which never changes: the catalog is read
+	// again only for a type not seen yet. (A burst records its claims concurrently; each
+	// reading, and copying, the whole catalog held tens of MB at once.)
+	capacity map[string]corev1.ResourceList
 }
 
 type recentClaim struct {
@@ -37,36 +40,30 @@ func (pl *poolLimits) forget(claim string) {
 }
 
 // admit reserves room for a node of the largest of types in pool, or says which limit it would
-// break. create runs under the lock and must record the claim (its name is returned).
+// break. create runs under the lock and must record the claim (its name is returned). A pool
+// without limits admits every claim.
 func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool, types []string, create func() (string, error)) (string, error) {
-	its, err := l.Cloud.InstanceTypes(ctx)
-	if err != nil {
-		return "", err
+	if len(pool.Limits) == 0 {
+		return create()
 	}
-	byName := make(map[string]*cloud.InstanceType, len(its))
-	for i := range its {
-		byName[its[i].Name] = &its[i]
-	}
-	capacityOf := func(names ...string) corev1.ResourceList {
-		var largest corev1.ResourceList
-		for _, n := range names {
-			if it, ok := byName[n]; ok {
-				c := catalog.Capacity(it)
-				if largest == nil || c.Cpu().Cmp(*largest.Cpu()) > 0 {
-					largest = c
-				}
-			}
-		}
-		return largest
-	}
-
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
+	if err := pl.learn(ctx, l, types); err != nil {
+		return "", err
+	}
+	claims := l.Claims.List()
+	for _, c := range claims {
+		if c.Spec.Pool == pool.Name {
+			if err := pl.learn(ctx, l, append([]string{c.Status.InstanceType}, c.Spec.InstanceTypes...)); err != nil {
+				return "", err
+			}
+		}
+	}
 	if pl.recent == nil {
 		pl.recent = map[string]recentClaim{}
 	}
-	need := capacityOf(types...)
-	if len(pool.Limits) > 0 && need != nil {
+	need := pl.largest(types...)
+	if need != nil {
 		used := corev1.ResourceList{}
 		add := func(rl corev1.ResourceList) {
 			for name, q := range rl {
@@ -76,15 +73,15 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 			}
 		}
 		seen := map[string]bool{}
-		for _, c := range l.Claims.List() {
+		for _, c := range claims {
 			if c.Spec.Pool != pool.Name || c.Status.Phase == v1alpha1.ClaimFailed {
 				continue
 			}
 			seen[c.Name] = true
 			if c.Status.InstanceType != "" {
-				add(capacityOf(c.Status.InstanceType))
+				add(pl.largest(c.Status.InstanceType))
 			} else {
-				add(capacityOf(c.Spec.InstanceTypes...))
+				add(pl.largest(c.Spec.InstanceTypes...))
 			}
 		}
 		for name, r := range pl.recent {
@@ -109,6 +106,45 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 		pl.recent[name] = recentClaim{pool: pool.Name, capacity: need, at: l.clock().Now()}
 	}
 	return name, err
+}
+
+// learn makes sure the capacity of every named type is known, reading the catalog (once) if
+// one is not; names the catalog lacks stay unknown. pl.mu is held.
+func (pl *poolLimits) learn(ctx context.Context, l *Launcher, names []string) error {
+	for _, n := range names {
+		if _, ok := pl.capacity[n]; n == "" || ok {
+			continue
+		}
+		its, err := l.Cloud.InstanceTypes(ctx)
+		if err != nil {
+			return err
+		}
+		if pl.capacity == nil {
+			pl.capacity = make(map[string]corev1.ResourceList, len(its))
+		}
+		for i := range its {
+			pl.capacity[its[i].Name] = catalog.Capacity(&its[i])
+		}
+		for _, m := range names {
+			if _, ok := pl.capacity[m]; !ok && m != "" {
+				pl.capacity[m] = nil // not in the catalog: not asked again
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// largest is the capacity of the named type with the most cpu (nil if none is known).
+// pl.mu is held.
+func (pl *poolLimits) largest(names ...string) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, n := range names {
+		if c := pl.capacity[n]; c != nil && (out == nil || c.Cpu().Cmp(*out.Cpu()) > 0) {
+			out = c
+		}
+	}
+	return out
 }
 
 // LimitError says a pool is at its limit.

@@ -61,3 +61,55 @@ func TestPoolLimitsAdmitUntilFull(t *testing.T) {
 		t.Errorf("unlimited pool refused: %v", err)
 	}
 }
+
+// countingCatalog counts how often the catalog is read.
+type countingCatalog struct {
+	catalogOnly
+	reads int
+}
+
+func (c *countingCatalog) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
+	c.reads++
+	return c.catalogOnly.InstanceTypes(ctx)
+}
+
+// A type's capacity never changes: the limit check reads the catalog once, not once per claim
+// (a burst records its claims concurrently, each holding its own copy of the catalog), and a
+// pool without limits never reads it.
+func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
+	store, err := claims.NewStore(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &countingCatalog{}
+	l := &Launcher{Options: Options{Cloud: cat, Claims: store}}
+	n := 0
+	create := func() (string, error) { n++; return fmt.Sprintf("c%d", n), nil }
+	free := &config.Pool{Name: "free"}
+	for range 3 {
+		if _, err := l.limits.admit(context.Background(), l, free, []string{"m5.xlarge"}, create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cat.reads != 0 {
+		t.Errorf("a pool without limits read the catalog %d times", cat.reads)
+	}
+	limited := &config.Pool{Name: "p", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+	for _, types := range [][]string{{"m5.xlarge"}, {"m5.2xlarge"}, {"m5.xlarge", "m5.2xlarge"}, {"m5.xlarge"}} {
+		if _, err := l.limits.admit(context.Background(), l, limited, types, create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cat.reads != 1 {
+		t.Errorf("four claims of known types read the catalog %d times, want 1", cat.reads)
+	}
+	// A type the catalog lacks is looked for once, then known to be missing.
+	for range 2 {
+		if _, err := l.limits.admit(context.Background(), l, limited, []string{"x9.huge"}, create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cat.reads != 2 {
+		t.Errorf("a type missing from the catalog: %d reads in all, want 2", cat.reads)
+	}
+}
