@@ -168,6 +168,9 @@ func (i *Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zo
 type Provider interface {
 	// InstanceTypes lists the launchable types of the region with their offerings and prices.
 	InstanceTypes(ctx context.Context) ([]InstanceType, error)
+	// InstanceType is one type of that list (ok false if it has none of that name), for callers
+	// that need one: the list is a copy.
+	InstanceType(ctx context.Context, name string) (it InstanceType, ok bool, err error)
 	// Subnets returns the subnets the selector picks.
 	Subnets(ctx context.Context, sel Selector) ([]Subnet, error)
 	// SecurityGroups returns the IDs of the security groups the selector picks.

@@ -251,15 +251,13 @@ func (c *Controller) register(ctx context.Context, name string) error {
 		return fmt.Errorf("claim %s names pool %q, which is not configured", cl.Name, cl.Spec.Pool)
 	}
 	// The planner matched pods against the instance labels of the type; the node must carry them.
-	its, err := c.Cloud.InstanceTypes(ctx)
+	it, ok, err := c.Cloud.InstanceType(ctx, cl.Status.InstanceType)
 	if err != nil {
 		return err
 	}
 	var typeLabels map[string]string
-	for i := range its {
-		if its[i].Name == cl.Status.InstanceType {
-			typeLabels = catalog.Labels(&its[i])
-		}
+	if ok {
+		typeLabels = catalog.Labels(&it)
 	}
 	// The first try updates the informer's copy; a conflict reads the node afresh. Each round
 	// trip counts: the batch's pods wait for this node.

@@ -391,18 +391,13 @@ func (l *Launcher) request(ctx context.Context, c *v1alpha1.Claim, pool *config.
 }
 
 func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
-	its, err := l.Cloud.InstanceTypes(ctx)
-	if err != nil {
+	it, ok, err := l.Cloud.InstanceType(ctx, inst.Type)
+	if err != nil || !ok {
 		return 0
 	}
-	for _, it := range its {
-		if it.Name != inst.Type {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == inst.Zone && o.CapacityType == inst.CapacityType {
-				return o.PricePerHour
-			}
+	for _, o := range it.Offerings {
+		if o.Zone == inst.Zone && o.CapacityType == inst.CapacityType {
+			return o.PricePerHour
 		}
 	}
 	return 0

@@ -20,9 +20,9 @@ import (
 type poolLimits struct {
 	mu     sync.Mutex
 	recent map[string]recentClaim
-	// capacity is each instance type's capacity, which never changes: the catalog is read
-	// again only for a type not seen yet. (A burst records its claims concurrently; each
-	// reading, and copying, the whole catalog held tens of MB at once.)
+	// capacity is each instance type's capacity, which never changes: the catalog is asked
+	// only about a type not seen yet. (A burst records its claims concurrently; each reading,
+	// and copying, the whole catalog held tens of MB at once.)
 	capacity map[string]corev1.ResourceList
 }
 
@@ -108,29 +108,24 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 	return name, err
 }
 
-// learn makes sure the capacity of every named type is known, reading the catalog (once) if
-// one is not; names the catalog lacks stay unknown. pl.mu is held.
+// learn makes sure the capacity of every named type is known, asking the catalog for those
+// not seen yet; a name the catalog lacks stays unknown (and is not asked again). pl.mu is held.
 func (pl *poolLimits) learn(ctx context.Context, l *Launcher, names []string) error {
 	for _, n := range names {
 		if _, ok := pl.capacity[n]; n == "" || ok {
 			continue
 		}
-		its, err := l.Cloud.InstanceTypes(ctx)
+		it, ok, err := l.Cloud.InstanceType(ctx, n)
 		if err != nil {
 			return err
 		}
 		if pl.capacity == nil {
-			pl.capacity = make(map[string]corev1.ResourceList, len(its))
+			pl.capacity = map[string]corev1.ResourceList{}
 		}
-		for i := range its {
-			pl.capacity[its[i].Name] = catalog.Capacity(&its[i])
+		pl.capacity[n] = nil
+		if ok {
+			pl.capacity[n] = catalog.Capacity(&it)
 		}
-		for _, m := range names {
-			if _, ok := pl.capacity[m]; !ok && m != "" {
-				pl.capacity[m] = nil // not in the catalog: not asked again
-			}
-		}
-		return nil
 	}
 	return nil
 }

@@ -25,6 +25,16 @@ func (catalogOnly) InstanceTypes(context.Context) ([]cloud.InstanceType, error) 
 	}, nil
 }
 
+func (c catalogOnly) InstanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
+	its, _ := c.InstanceTypes(ctx)
+	for _, it := range its {
+		if it.Name == name {
+			return it, true, nil
+		}
+	}
+	return cloud.InstanceType{}, false, nil
+}
+
 func TestPoolLimitsAdmitUntilFull(t *testing.T) {
 	// An unstarted store lists no claims: usage comes only from what admit itself recorded.
 	store, err := claims.NewStore(&rest.Config{Host: "http://127.0.0.1:1"})
@@ -62,20 +72,24 @@ func TestPoolLimitsAdmitUntilFull(t *testing.T) {
 	}
 }
 
-// countingCatalog counts how often the catalog is read.
+// countingCatalog counts how often the catalog is asked about a type.
 type countingCatalog struct {
 	catalogOnly
 	reads int
 }
 
-func (c *countingCatalog) InstanceTypes(ctx context.Context) ([]cloud.InstanceType, error) {
-	c.reads++
-	return c.catalogOnly.InstanceTypes(ctx)
+func (c *countingCatalog) InstanceTypes(context.Context) ([]cloud.InstanceType, error) {
+	panic("the limit check copies the whole catalog")
 }
 
-// A type's capacity never changes: the limit check reads the catalog once, not once per claim
-// (a burst records its claims concurrently, each holding its own copy of the catalog), and a
-// pool without limits never reads it.
+func (c *countingCatalog) InstanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
+	c.reads++
+	return c.catalogOnly.InstanceType(ctx, name)
+}
+
+// A type's capacity never changes: the limit check asks the catalog about each type once, not
+// for the whole catalog per claim (a burst records its claims concurrently, each holding its
+// own copy), and a pool without limits never asks.
 func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
 	store, err := claims.NewStore(&rest.Config{Host: "http://127.0.0.1:1"})
 	if err != nil {
@@ -100,8 +114,8 @@ func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cat.reads != 1 {
-		t.Errorf("four claims of known types read the catalog %d times, want 1", cat.reads)
+	if cat.reads != 2 {
+		t.Errorf("four claims of two types asked the catalog %d times, want 2", cat.reads)
 	}
 	// A type the catalog lacks is looked for once, then known to be missing.
 	for range 2 {
@@ -109,7 +123,7 @@ func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cat.reads != 2 {
-		t.Errorf("a type missing from the catalog: %d reads in all, want 2", cat.reads)
+	if cat.reads != 3 {
+		t.Errorf("a type missing from the catalog: %d questions in all, want 3", cat.reads)
 	}
 }

@@ -6,6 +6,7 @@ package cloudtest
 import (
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,6 +36,22 @@ func Contract(t *testing.T, newEnv func(t *testing.T) Env) {
 					t.Fatalf("%s: offering %+v", it.Name, o)
 				}
 			}
+		}
+	})
+	t.Run("one type is the list's entry of that name", func(t *testing.T) {
+		e := newEnv(t)
+		types, err := e.Provider.InstanceTypes(ctx)
+		if err != nil || len(types) == 0 {
+			t.Fatalf("InstanceTypes: %d types, %v", len(types), err)
+		}
+		for _, want := range []cloud.InstanceType{types[0], types[len(types)-1]} {
+			got, ok, err := e.Provider.InstanceType(ctx, want.Name)
+			if err != nil || !ok || !reflect.DeepEqual(got, want) {
+				t.Errorf("InstanceType(%s) = %+v, %v, %v; want %+v", want.Name, got, ok, err, want)
+			}
+		}
+		if _, ok, err := e.Provider.InstanceType(ctx, "no.such-type"); ok || err != nil {
+			t.Errorf("InstanceType of an unknown name: ok %v, err %v", ok, err)
 		}
 	})
 	t.Run("a client token launches once", func(t *testing.T) {

@@ -96,8 +96,9 @@ func copyCatalog(in []cloud.InstanceType) []cloud.InstanceType {
 	return out
 }
 
-// instanceType returns one type of the (cached) catalog, without copying the rest.
-func (p *Provider) instanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
+// InstanceType implements cloud.Provider: one type of the (cached) catalog, without copying the
+// rest.
+func (p *Provider) InstanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
 	if err := p.refreshCatalog(ctx); err != nil {
 		return cloud.InstanceType{}, false, err
 	}

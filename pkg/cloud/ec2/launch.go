@@ -493,7 +493,7 @@ func (p *Provider) ResolveImage(ctx context.Context, image string, instanceTypes
 func (p *Provider) launchTypes(ctx context.Context, names []string) ([]cloud.InstanceType, error) {
 	types := make([]cloud.InstanceType, 0, len(names))
 	for _, name := range names {
-		it, ok, err := p.instanceType(ctx, name)
+		it, ok, err := p.InstanceType(ctx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -121,6 +121,22 @@ func (p *Provider) InstanceTypes(context.Context) ([]cloud.InstanceType, error) 
 	return out, nil
 }
 
+// InstanceType implements cloud.Provider.
+func (p *Provider) InstanceType(ctx context.Context, name string) (cloud.InstanceType, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.failing("InstanceTypes"); err != nil {
+		return cloud.InstanceType{}, false, err
+	}
+	for _, it := range p.types {
+		if it.Name == name {
+			it.Offerings = slices.Clone(it.Offerings)
+			return it, true, nil
+		}
+	}
+	return cloud.InstanceType{}, false, nil
+}
+
 // Subnets implements cloud.Provider: by ID, or every subnet for a tag selector (the fake's
 // subnets carry no tags).
 func (p *Provider) Subnets(_ context.Context, sel cloud.Selector) ([]cloud.Subnet, error) {
