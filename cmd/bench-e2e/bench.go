@@ -119,6 +119,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 			s.done, expected, s.pending, s.deleting, s.inFlight)
 	})
 	rep := b.burstReport(rec, expected, applied, allRunning, settled)
+	if err := rec.saveTimeline(filepath.Join(b.o.dir, "timeline.tsv"), applied); err != nil {
+		progressf("cannot write the pods' timeline: %v", err)
+	}
 	if exit := simrun.ExitCause(ctx); exit != nil {
 		if rep.Pending == nil {
 			rep.Pending = &pendingReport{}

@@ -31,6 +31,7 @@ type recorder struct {
 	mu          sync.Mutex
 	frozen      bool
 	created     map[types.UID]time.Time
+	names       map[types.UID]string    // namespace/name, for the timeline
 	running     map[types.UID]time.Time // first seen Running (or Succeeded)
 	launched    map[types.UID]time.Time // first claim listing the pod seen launched
 	daemon      map[types.UID]bool
@@ -52,7 +53,7 @@ func newRecorder(client kubernetes.Interface, dyn dynamic.Interface, namespace s
 		pods:      informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
 		nodes:     informers.NewSharedInformerFactory(client, 0),
 		claims:    claims.NewStoreForClient(dyn),
-		created:   map[types.UID]time.Time{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
+		created:   map[types.UID]time.Time{}, names: map[types.UID]string{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
 		daemon: map[types.UID]bool{}, evicted: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]string{},
 		claimLaunched: map[string]time.Time{}, claimRegistered: map[string]time.Time{},
 	}
@@ -110,6 +111,7 @@ func (r *recorder) podAdded(p *corev1.Pod) {
 	defer r.mu.Unlock()
 	if _, seen := r.created[p.UID]; !seen {
 		r.created[p.UID] = now
+		r.names[p.UID] = p.Namespace + "/" + p.Name
 		r.changes++
 		if ownerKind(p) == "DaemonSet" {
 			r.daemon[p.UID] = true

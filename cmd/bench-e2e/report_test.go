@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestPercentile(t *testing.T) {
@@ -80,5 +82,27 @@ func TestReportIsOneLine(t *testing.T) {
 		if _, ok := fit[k]; !ok {
 			t.Errorf("fitExisting has no %q", k)
 		}
+	}
+}
+
+// The timeline lists the burst's pods by creation, DaemonSet pods aside, with "-" for what was
+// never seen.
+func TestWriteTimeline(t *testing.T) {
+	applied := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return applied.Add(time.Duration(s * float64(time.Second))) }
+	r := &recorder{
+		created:  map[types.UID]time.Time{"a": at(2), "b": at(1), "d": at(0.5)},
+		names:    map[types.UID]string{"a": "burst/web-a", "b": "burst/web-b", "d": "burst/agent-d"},
+		launched: map[types.UID]time.Time{"b": at(1.25)},
+		running:  map[types.UID]time.Time{"b": at(3.5), "d": at(1)},
+		daemon:   map[types.UID]bool{"d": true},
+	}
+	var out bytes.Buffer
+	if err := r.writeTimeline(&out, applied); err != nil {
+		t.Fatal(err)
+	}
+	want := "pod\tcreated\tlaunched\trunning\nburst/web-b\t1\t1.25\t3.5\nburst/web-a\t2\t-\t-\n"
+	if out.String() != want {
+		t.Errorf("timeline:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
@@ -153,6 +158,46 @@ func (r *recorder) fleet() (nodes int, pricePerHour float64) {
 // timings fills the report's latencies and counts from what the recorder stamped. applied is
 // when the burst's objects were created, allRunning when the settled state began (zero if
 // never).
+// writeTimeline writes one line per pod of the burst (DaemonSet pods aside), ordered by
+// creation: its name and when it was seen created, on a launched claim and Running, in seconds
+// after the apply ("-" if never). It says which pods make a latency's tail.
+func (r *recorder) writeTimeline(w io.Writer, applied time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	uids := make([]types.UID, 0, len(r.created))
+	for uid := range r.created {
+		if !r.daemon[uid] {
+			uids = append(uids, uid)
+		}
+	}
+	slices.SortFunc(uids, func(a, b types.UID) int { return r.created[a].Compare(r.created[b]) })
+	at := func(m map[types.UID]time.Time, uid types.UID) string {
+		if t, ok := m[uid]; ok {
+			return strconv.FormatFloat(seconds(t.Sub(applied)), 'f', -1, 64)
+		}
+		return "-"
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "pod\tcreated\tlaunched\trunning")
+	for _, uid := range uids {
+		fmt.Fprintf(bw, "%s\t%s\t%s\t%s\n", r.names[uid], at(r.created, uid), at(r.launched, uid), at(r.running, uid))
+	}
+	return bw.Flush()
+}
+
+// saveTimeline writes the timeline to path.
+func (r *recorder) saveTimeline(path string, applied time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := r.writeTimeline(f, applied); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
