@@ -143,8 +143,8 @@ func (p *Provisioner) fitExpected(ctx context.Context, c *v1alpha1.Claim, byWork
 	return taken
 }
 
-// keptFor stands for the room the claim keeps for other workloads' pods still to come than w:
-// pods of their requests, one per pod still to come.
+// keptFor stands for the room the claim keeps for other workloads' pods still to come than w
+// (every workload's, for w ""): pods of their requests, one per pod still to come.
 func keptFor(c *v1alpha1.Claim, w types.UID, mine map[types.UID]int) []*planning.Pod {
 	var out []*planning.Pod
 	for _, e := range c.Spec.ExpectedPods {

@@ -84,7 +84,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 }
 
 // addToClaim fits candidates onto the newest version of a launched claim (with every pod it
-// already holds) and records the accepted ones on its spec, so a restart rebuilds the same ledger.
+// already holds, and the room it keeps for pods still to come) and records the accepted ones on its spec, so a restart rebuilds the same ledger.
 func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []*planning.Pod, templates []*planning.Template) (*v1alpha1.Claim, []*planning.Pod, error) {
 	var cur *v1alpha1.Claim
 	var accepted []*planning.Pod
@@ -101,7 +101,11 @@ func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []
 			accepted = nil
 			return nil
 		}
-		if accepted = planning.FitOnto(ctx, t, cur.Status.NodeName, p.placedOn(cur), candidates); len(accepted) == 0 {
+		// The room the claim keeps for its workloads' pods still to come is not free: the
+		// scheduler's Filter refuses it to other pods once the node is up (Expectations), and a
+		// pod put there now would find it taken and be planned again.
+		others := append(p.placedOn(cur), keptFor(cur, "", p.podsByWorkload(cur))...)
+		if accepted = planning.FitOnto(ctx, t, cur.Status.NodeName, others, candidates); len(accepted) == 0 {
 			return nil
 		}
 		cur, err = p.recordOn(ctx, cur, accepted)

@@ -1,14 +1,19 @@
 package provisioning
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
 // A claim takes pods that arrive while its node is not up: launched, or registered but not yet
@@ -63,5 +68,66 @@ func TestNodeGoing(t *testing.T) {
 		if got := p.nodeGoing(c); got != want {
 			t.Errorf("node %q: nodeGoing = %v, want %v", node, got, want)
 		}
+	}
+}
+
+// A pod arriving while a claim's node boots takes the room its plan left free, never the room
+// kept for its workloads' pods still to come: once the node is up, the scheduler's Filter would
+// refuse it that room, and it would be planned again.
+func TestFillInFlightLeavesRoomKeptForPodsToCome(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		toCome   int
+		wantKept bool
+	}{
+		{name: "no pods to come: the pod takes the free room", toCome: 0, wantKept: true},
+		{name: "three api pods to come: their room is not free", toCome: 3, wantKept: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := newLauncherWorld(t)
+			p := New(lw.l.Options)
+			c := lw.claim(t, "booting")
+			c.Spec.ExpectedPods = []v1alpha1.ExpectedPods{{Kind: "ReplicaSet", Namespace: "default", Name: "api", UID: "rs-api", Count: tc.toCome,
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
+			c, err := lw.l.Claims.Update(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Status = v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimLaunched, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", NodeName: "node-1"}
+			if _, err := lw.l.Claims.UpdateStatus(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := lw.l.Claims.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				got, ok := lw.l.Claims.Get("booting")
+				return ok && inFlight(got), nil
+			}); err != nil {
+				t.Fatal("the claim is not cached in flight")
+			}
+			templates, err := p.Offerings.Templates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arriving := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "worker", UID: "uid-worker"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("3Gi")}}}}}}
+			if err := lw.pods.Add(arriving); err != nil {
+				t.Fatal(err)
+			}
+			fw := newRolloutWorld(t, 1).fw
+			state, err := fw.PreFilter(ctx, arriving)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := planning.NewPod(arriving, &planning.FilterState{Plugins: fw, State: state, Pod: arriving})
+			rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates)
+			if placed := len(rest) == 0; placed != tc.wantKept {
+				t.Errorf("placed on the booting claim: %v, want %v", placed, tc.wantKept)
+			}
+		})
 	}
 }
