@@ -1,14 +1,12 @@
 package planning
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
-	"time"
 
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
@@ -90,25 +88,25 @@ func (ps *planState) newMix(classes []*class) *mix {
 		}
 		// Standard form: Σ_t (capacity_t,r / demand_r)·x_t − s_r = 1, every row scaled by its
 		// demand so bytes and cores are of one size.
-		a := mat.NewDense(rows, n+rows, nil)
+		a := make([][]float64, rows)
 		b := make([]float64, rows)
 		c := make([]float64, n+rows)
 		for j, ti := range cols {
 			c[j] = ps.pl.Templates[ti].Offering.PricePerHour
-			for i, r := range dims {
+		}
+		for i, r := range dims {
+			a[i] = make([]float64, n+rows)
+			for j, ti := range cols {
 				if r < len(ps.avail[ti]) {
-					a.Set(i, j, float64(ps.avail[ti][r])/float64(demand[r]))
+					a[i][j] = float64(ps.avail[ti][r]) / float64(demand[r])
 				}
 			}
+			a[i][n+i] = -1
+			b[i] = 1
 		}
-		for i := range dims {
-			a.Set(i, n+i, -1)
-			// Distinct right-hand sides keep the LP from degenerating (gonum's simplex has no
-			// anti-cycling rule).
-			b[i] = 1 + float64(i)*1e-6
-		}
-		x, err := solveMix(c, a, b, cols, dims, ps)
+		x, err := solveMix(ps.ctx, c, a, b, n)
 		if err != nil {
+			klog.FromContext(ps.ctx).V(2).Info("No instance mix; packing by cheapest type per pod", "types", n, "err", err)
 			continue
 		}
 		for j, ti := range cols {
@@ -171,22 +169,24 @@ func (m *mix) String() string {
 	return strings.Join(parts, " ")
 }
 
-// mixTimeout bounds the mix LP: it only steers packing, so a plan never waits long for it.
-const mixTimeout = time.Second
+// mixMaxPivots bounds the mix LP: it only steers packing, so a plan never waits long for it.
+// The LP has a row per resource, and its simplex takes a few dozen pivots; each costs a few
+// microseconds.
+const mixMaxPivots = 10_000
 
-// solveMix runs the simplex from a feasible basis (one column, the type that alone covers the
-// demand with the fewest nodes, plus the slack of every row it over-covers), so the solver's
-// first phase, which is slow and can fail, never runs; and in a goroutine with a deadline, so a
-// numerical surprise costs the mix, never the plan.
-func solveMix(c []float64, a *mat.Dense, b []float64, cols, dims []int, ps *planState) ([]float64, error) {
-	rows, n := len(dims), len(cols)
+// solveMix solves the mix LP of n shapes (a's first n columns; the rest are the rows' slacks)
+// from a feasible basis: one column, the type that alone covers the demand with the fewest
+// nodes, plus the slack of every row it over-covers. So the simplex's first phase, which finds
+// a feasible basis and is the slow part, never runs.
+func solveMix(ctx context.Context, c []float64, a [][]float64, b []float64, n int) ([]float64, error) {
+	rows := len(a)
 	// The column that covers every row with the fewest nodes; its binding row leaves the basis'
 	// slack, the other rows keep theirs (positive: over-covered).
 	bestCol, bestRow, bestNodes := -1, -1, math.Inf(1)
 	for j := 0; j < n; j++ {
 		row, nodes := -1, 0.0
 		for i := 0; i < rows; i++ {
-			v := a.At(i, j)
+			v := a[i][j]
 			if v <= 0 {
 				row = -2
 				break
@@ -208,27 +208,7 @@ func solveMix(c []float64, a *mat.Dense, b []float64, cols, dims []int, ps *plan
 			basis = append(basis, n+i)
 		}
 	}
-	type result struct {
-		x   []float64
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("simplex: %v", r)}
-			}
-		}()
-		_, x, err := lp.Simplex(c, a, b, 1e-10, basis)
-		done <- result{x, err}
-	}()
-	select {
-	case r := <-done:
-		return r.x, r.err
-	case <-time.After(mixTimeout):
-		klog.FromContext(ps.ctx).Info("Instance mix LP did not finish; packing by cheapest type per pod", "types", n)
-		return nil, fmt.Errorf("simplex did not finish within %s", mixTimeout)
-	}
+	return simplex(ctx, c, a, b, basis, mixMaxPivots)
 }
 
 // largestOfScaled drops every shape that is a smaller copy of another at the same price per
