@@ -44,6 +44,8 @@ type Operator struct {
 	Provisioner *provisioning.Provisioner
 	// Expectations are the claims keeping room for pods still to come, for the plugin's Score.
 	Expectations *provisioning.Expectations
+	// Rollouts finds the profile's workloads and the pods they still owe.
+	Rollouts *rollout.Lister
 
 	handle     framework.Handle
 	store      *claims.Store
@@ -74,8 +76,9 @@ func Activate(h framework.Handle, logger klog.Logger, ps []*corev1.Pod) {
 // endpoints overridable by AWS_ENDPOINT_URL_*), the EKS cluster's bootstrap settings (which
 // nodes cannot join without, so Tailor does not start without them either), the EC2 provider
 // and, if configured, the interruption queue. daemons lists the DaemonSet pods new nodes will
-// run; configFile is the scheduler's --config.
-func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handle, daemons func(context.Context) []*planning.Pod, configFile string) (*Operator, error) {
+// run, upcoming a pod of each workload that has yet to create one (provisioning's Upcoming);
+// configFile is the scheduler's --config.
+func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handle, daemons func(context.Context) []*planning.Pod, upcoming func() []*planning.Pod, configFile string) (*Operator, error) {
 	cfg, err := ec2.LoadConfig(ctx, args.Region)
 	if err != nil {
 		return nil, err
@@ -99,12 +102,12 @@ func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handl
 	if args.InterruptionQueue != "" {
 		queue = sqs.New(sqs.NewClient(cfg), args.InterruptionQueue)
 	}
-	return New(ctx, args, h, provider, queue, cfg.Region, daemons, configFile)
+	return New(ctx, args, h, provider, queue, cfg.Region, daemons, upcoming, configFile)
 }
 
 // New builds Tailor on a given cloud provider. queue is the interruption queue (nil:
 // interruption handling off), region the cluster's.
-func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, queue interruption.Queue, region string, daemons func(context.Context) []*planning.Pod, configFile string) (*Operator, error) {
+func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provider cloud.Provider, queue interruption.Queue, region string, daemons func(context.Context) []*planning.Pod, upcoming func() []*planning.Pod, configFile string) (*Operator, error) {
 	logger := klog.FromContext(ctx)
 	store, err := claims.NewStore(h.KubeConfig())
 	if err != nil {
@@ -151,7 +154,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		ds, err := daemonSets.Lister().DaemonSets(d.Namespace).Get(d.Name)
 		return err == nil && string(ds.UID) == d.UID && ds.DeletionTimestamp == nil
 	}}
-	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, handle: h, store: store,
+	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, Rollouts: rollouts, handle: h, store: store,
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
 		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer()}}
 	observed := &catalog.Observed{}
@@ -161,7 +164,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
-		Offerings: offs, Rollouts: rollouts,
+		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming,
 	})
 	// Every replica serves the metrics from the start, leader or not.
 	poolNames := make([]string, len(args.Pools))

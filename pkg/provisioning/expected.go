@@ -91,6 +91,20 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 			order = append(order, w)
 		}
 	}
+	// A workload that has created no pod yet is planned from a pod as it will create it:
+	// kube-controller-manager syncs five ReplicaSets at a time, so in a burst of many
+	// Deployments the last ones start creating pods only once the first are done, a minute
+	// later, and their pods, planned then, found the nodes planned without them full.
+	if p.Upcoming != nil {
+		for _, pod := range p.Upcoming() {
+			w, ok := p.Rollouts.Of(pod.Pod)
+			if _, seen := siblings[w.UID]; !ok || seen || pod.Filter == nil {
+				continue
+			}
+			siblings[w.UID] = pod
+			order = append(order, w)
+		}
+	}
 	var out []*planning.Pod
 	for _, w := range order {
 		missing := w.Wants - max(p.providedFor(w, shares), p.rollouts.covered(w.UID, now))

@@ -257,3 +257,33 @@ func TestCovered(t *testing.T) {
 		t.Errorf("the ReplicaSet has all its pods: want not covered")
 	}
 }
+
+// A workload that has created no pod yet is planned with the batch from the pod Upcoming gives
+// for it (another workload's pod failed first), once: the next batch finds it covered.
+func TestExpectedPlansWorkloadsWithoutPods(t *testing.T) {
+	w := newRolloutWorld(t, 6)
+	template := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-upcoming", UID: "upcoming:rs-web",
+		Labels:          map[string]string{"app": "web"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: w.rs.UID, Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{SchedulerName: "tailor", Containers: []corev1.Container{{Name: "c"}}}}
+	state, err := w.fw.PreFilter(context.Background(), template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upcoming := planning.NewPod(template, &planning.FilterState{Plugins: w.fw, State: state, Pod: template})
+	p := &Provisioner{Options: Options{Rollouts: w.lister, Upcoming: func() []*planning.Pod { return []*planning.Pod{upcoming} }}}
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}
+	batch := []*planning.Pod{planning.NewPod(bare, &planning.FilterState{State: framework.NewCycleState(), Pod: bare})}
+	expected, shares := p.expected(batch)
+	if len(expected) != 6 {
+		t.Fatalf("%d pods expected, want web's 6", len(expected))
+	}
+	for _, e := range expected {
+		if !isExpected(e) || e.Pod.Labels["app"] != "web" || e.Filter == nil || shares[e.Pod.UID].Name != "web" {
+			t.Errorf("expected pod %s: not web's pod to come", e.Pod.Name)
+		}
+	}
+	if again, _ := p.expected(batch); len(again) != 0 {
+		t.Errorf("web's pods were planned; the next batch expects %d more, want none", len(again))
+	}
+}

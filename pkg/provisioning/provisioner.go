@@ -49,6 +49,10 @@ type Options struct {
 	// Rollouts, if set, finds the workloads of pods and what they will still create: their
 	// pods still to come are planned with the batch (expected.go).
 	Rollouts *rollout.Lister
+	// Upcoming, if set, lists a pod of each workload that owes pods and has created none yet,
+	// as its controller will create it, with its PreFilter state: those workloads are planned
+	// with the batch too (expected.go).
+	Upcoming func() []*planning.Pod
 }
 
 // clock is Options.Clock, or the real one.

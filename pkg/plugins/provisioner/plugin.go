@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/config/validation"
@@ -37,6 +38,7 @@ type Plugin struct {
 	// expected are the claims keeping room for pods still to come (Score).
 	expected *provisioning.Expectations
 	daemons  *daemons
+	upcoming *upcoming
 	ready    atomic.Bool
 
 	// starting holds pods that failed while Tailor was starting; they are activated once it is
@@ -69,11 +71,13 @@ func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object,
 		logger := klog.FromContext(ctx).WithName(Name)
 		ctx = klog.NewContext(ctx, logger)
 		daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
-		pl := &Plugin{handle: h, args: args, daemons: &daemons{handle: h, lister: daemonSets.Lister()}}
-		op, err := operator.NewFromArgs(ctx, args, h, pl.daemons.list, configFile)
+		pl := &Plugin{handle: h, args: args, daemons: &daemons{handle: h, lister: daemonSets.Lister()},
+			upcoming: &upcoming{handle: h, clock: clock.RealClock{}}}
+		op, err := operator.NewFromArgs(ctx, args, h, pl.daemons.list, pl.upcoming.list, configFile)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Name, err)
 		}
+		pl.upcoming.rollouts = op.Rollouts
 		pl.ledger, pl.prov, pl.expected = op.Ledger, op.Provisioner, op.Expectations
 		op.Start(ctx, func() {
 			pl.ready.Store(true)
@@ -114,6 +118,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		return nil, fwk.NewStatus(fwk.Unschedulable, "Tailor is starting")
 	}
 	pl.daemons.refresh(ctx)
+	pl.upcoming.refresh(ctx)
 	// The planner asks the profile's Filter plugins with the state this cycle computed.
 	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
