@@ -155,9 +155,6 @@ func (r *recorder) fleet() (nodes int, pricePerHour float64) {
 	return nodes, round(pricePerHour, 4)
 }
 
-// timings fills the report's latencies and counts from what the recorder stamped. applied is
-// when the burst's objects were created, allRunning when the settled state began (zero if
-// never).
 // writeTimeline writes one line per pod of the burst (DaemonSet pods aside), ordered by
 // creation: its name and when it was seen created, on a launched claim and Running, in seconds
 // after the apply ("-" if never). It says which pods make a latency's tail.
@@ -198,6 +195,9 @@ func (r *recorder) saveTimeline(path string, applied time.Time) error {
 	return f.Close()
 }
 
+// timings fills the report's latencies and counts from what the recorder stamped. applied is
+// when the burst's objects were created, allRunning when the settled state began (zero if
+// never).
 func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -84,7 +84,8 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 }
 
 // addToClaim fits candidates onto the newest version of a launched claim (with every pod it
-// already holds, and the room it keeps for pods still to come) and records the accepted ones on its spec, so a restart rebuilds the same ledger.
+// already holds, and the room it keeps for pods still to come) and records the accepted ones on
+// its spec, so a restart rebuilds the same ledger.
 func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []*planning.Pod, templates []*planning.Template) (*v1alpha1.Claim, []*planning.Pod, error) {
 	var cur *v1alpha1.Claim
 	var accepted []*planning.Pod

@@ -28,7 +28,7 @@ type Workload struct {
 	UID                   types.UID
 	// Owed is how many pods it wants and has not created (Owing fills it in).
 	Owed int
-	// Wants is how many pods it wants to run now (Of fills it in).
+	// Wants is how many pods it wants to run now (Of and Owing fill it in).
 	Wants int
 	// Template is what its pods look like.
 	Template *corev1.PodTemplateSpec
@@ -58,8 +58,8 @@ func (l *Lister) Owing() ([]Workload, error) {
 	}
 	for _, rs := range rss {
 		if n := replicaSetOwes(rs); n > 0 && l.ours(&rs.Spec.Template) {
-			w := Workload{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, UID: rs.UID, Owed: n, Template: &rs.Spec.Template}
-			if w.Owed = l.notCreated(w, replicaSetWants(rs)); w.Owed > 0 {
+			w := Workload{Kind: "ReplicaSet", Namespace: rs.Namespace, Name: rs.Name, UID: rs.UID, Owed: n, Wants: replicaSetWants(rs), Template: &rs.Spec.Template}
+			if w.Owed = l.notCreated(w, w.Wants); w.Owed > 0 {
 				out = append(out, w)
 			}
 		}
@@ -70,8 +70,8 @@ func (l *Lister) Owing() ([]Workload, error) {
 	}
 	for _, ss := range sss {
 		if n := statefulSetOwes(ss); n > 0 && l.ours(&ss.Spec.Template) {
-			w := Workload{Kind: "StatefulSet", Namespace: ss.Namespace, Name: ss.Name, UID: ss.UID, Owed: n, Template: &ss.Spec.Template}
-			if w.Owed = l.notCreated(w, statefulSetWants(ss)); w.Owed > 0 {
+			w := Workload{Kind: "StatefulSet", Namespace: ss.Namespace, Name: ss.Name, UID: ss.UID, Owed: n, Wants: statefulSetWants(ss), Template: &ss.Spec.Template}
+			if w.Owed = l.notCreated(w, w.Wants); w.Owed > 0 {
 				out = append(out, w)
 			}
 		}
@@ -82,7 +82,7 @@ func (l *Lister) Owing() ([]Workload, error) {
 	}
 	for _, j := range jobs {
 		if n := jobOwes(j); n > 0 && l.ours(&j.Spec.Template) {
-			out = append(out, Workload{Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID, Owed: n, Template: &j.Spec.Template})
+			out = append(out, Workload{Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID, Owed: n, Wants: jobWants(j), Template: &j.Spec.Template})
 		}
 	}
 	return out, nil

@@ -56,8 +56,8 @@ func (u *upcoming) refresh(ctx context.Context) {
 	}
 	seen := make(map[types.UID]*planning.Pod, len(owing))
 	for _, w := range owing {
-		if len(u.rollouts.LivePods(w)) > 0 {
-			continue // its pods come to the batches themselves
+		if w.Owed < w.Wants {
+			continue // it has pods: they come to the batches themselves
 		}
 		if pod, ok := u.pods[w.UID]; ok {
 			seen[w.UID] = pod
