@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -281,7 +282,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 		cancel()
 	}
 	if s.scaleUp != "" && len(candidates) > 0 {
-		logger.V(2).Info("Scaling up: only empty nodes no pending pod would use, and interrupted nodes, are decided about", "reason", s.scaleUp)
+		logger.V(2).Info("Scaling up: only empty nodes no pending pod could use, and interrupted nodes, are decided about", "reason", s.scaleUp)
 	}
 	ds, kept := decide(ctx, s, c.Framework)
 	for _, k := range kept {
@@ -357,6 +358,9 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	}
 	// Listed once: the store converts every claim on each list.
 	claims := c.Claims.List()
+	for name := range awaitedNodes(claims, pending) {
+		nominated[name] = true
+	}
 	s.scaleUp = scaleUp(claims, pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
 	if s.scaleUp != "" {
 		c.scaledUpAt = s.now
@@ -394,6 +398,10 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		if t := o.node.CreationTimestamp.Time; t.After(o.idleSince) {
 			o.idleSince = t
 		}
+		if t := o.claim.Status.InitializedAt; t != nil && t.After(o.idleSince) {
+			// No pod could land before: a node just usable has not been idle yet.
+			o.idleSince = t.Time
+		}
 		if t, ok := c.activity[n.Name]; ok && t.After(o.idleSince) {
 			o.idleSince = t
 		}
@@ -411,6 +419,32 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
 	}
 	return s, nil
+}
+
+// awaitedNodes are the nodes of claims launched for pods still pending: the scheduler has those
+// pods on their way there (Reserve kept the claim's room for them), whatever room the other
+// nodes have.
+func awaitedNodes(claims []*v1alpha1.Claim, pending []*corev1.Pod) map[string]bool {
+	if len(pending) == 0 {
+		return nil
+	}
+	waiting := make(map[types.UID]bool, len(pending))
+	for _, p := range pending {
+		waiting[p.UID] = true
+	}
+	out := map[string]bool{}
+	for _, cl := range claims {
+		if cl.Status.NodeName == "" {
+			continue
+		}
+		for _, ref := range cl.Spec.Pods {
+			if waiting[types.UID(ref.UID)] {
+				out[cl.Status.NodeName] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // waitsForNode says whether p is one of the profile's pods still waiting to be scheduled.

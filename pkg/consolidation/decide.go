@@ -68,7 +68,7 @@ type snapshot struct {
 	// the room they need.
 	arriving []*corev1.Pod
 	// scaleUp says why the cluster is still scaling up ("" if it is not): then only empty nodes
-	// no arriving pod would use, and interrupted nodes, are decided about.
+	// no arriving pod could use, and interrupted nodes, are decided about.
 	scaleUp string
 	// creating says that workloads are still creating pods: the pods to come may need even an
 	// empty node, so only interrupted nodes are decided about.
@@ -110,7 +110,7 @@ func decide(ctx context.Context, s *snapshot, fw *profile.Framework) ([]decision
 		run = steps[:1]
 	}
 	if len(s.arriving) > 0 && anyWanted(run, s, cs) {
-		cs = withoutLandings(cs, p.questions().landing)
+		cs = withoutLandings(cs, p.questions())
 	}
 	var out []decision
 	for _, step := range run {
@@ -142,12 +142,13 @@ func anyWanted(steps [][]method, s *snapshot, cs []*candidate) bool {
 	return false
 }
 
-// withoutLandings are cs but the nodes pods on their way would land on: their room is needed
-// now. An interrupted node stays, as EC2 takes it whatever it would hold.
-func withoutLandings(cs []*candidate, landing map[string]bool) []*candidate {
+// withoutLandings are cs but the nodes pods on their way would land on, and the empty nodes they
+// could land on: their room is needed now. An interrupted node stays, as EC2 takes it whatever
+// it would hold.
+func withoutLandings(cs []*candidate, q *questions) []*candidate {
 	out := cs[:0:0]
 	for _, c := range cs {
-		if !landing[c.node.Name] || interrupted(c.ownedNode) {
+		if interrupted(c.ownedNode) || !q.landing[c.node.Name] && (len(c.evict) > 0 || !q.couldLand(c.node.Name)) {
 			out = append(out, c)
 		}
 	}

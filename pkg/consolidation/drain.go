@@ -84,6 +84,10 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 			remaining = append(remaining, p)
 		}
 	}
+	if len(remaining) > 0 && disruptedBy(o.node) == methodEmpty {
+		c.rollback(ctx, o, arrivedOnEmpty(remaining[0]))
+		return
+	}
 	if len(remaining) == 0 {
 		c.finish(ctx, o, true)
 		return
@@ -140,6 +144,9 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 		}
 		for i := range live.Items {
 			if v, _ := judge(&live.Items[i], nil); v != skip {
+				if disruptedBy(o.node) == methodEmpty {
+					c.rollback(ctx, o, arrivedOnEmpty(&live.Items[i]))
+				}
 				return // not empty after all; the next pass evicts it (or waits for it)
 			}
 		}
@@ -177,14 +184,29 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	if interruption(o.node) != "" {
 		method = methodInterruption // an instance already going is removed without a taint
 	}
-	for _, t := range o.node.Spec.Taints {
-		if t.Key == v1alpha1.TaintDisrupting {
-			method = t.Value
-		}
+	if m := disruptedBy(o.node); m != "" {
+		method = m
 	}
 	removed.WithLabelValues(method).Inc()
 	saved.Add(o.price)
 	logger.Info("Node removed", "method", method, "instance", o.claim.Status.InstanceID, "savedPerHour", o.price)
+}
+
+// disruptedBy is the method whose decision tainted the node ("" if none did).
+func disruptedBy(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1alpha1.TaintDisrupting {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// arrivedOnEmpty says why a node taken away as empty is kept after all: a pod was bound to it
+// between the decision and the cordon (the scheduler had it on its way there). An empty node's
+// decision moved no pod and asked no budget for one, so its drain never evicts one.
+func arrivedOnEmpty(p *corev1.Pod) string {
+	return fmt.Sprintf("pod %s/%s arrived after the node was found empty", p.Namespace, p.Name)
 }
 
 // rollback takes the taint and the cordon away again and says why.

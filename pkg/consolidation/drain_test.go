@@ -3,12 +3,17 @@ package consolidation
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
 
 // An update answered with no error and no node (seen as the leader lost its lease mid-call) is
@@ -19,5 +24,48 @@ func TestUpdateNodeWithoutNodeInAnswer(t *testing.T) {
 	c := &Controller{Client: client}
 	if n, err := c.updateNode(context.Background(), "n", func(*corev1.Node) {}); err == nil {
 		t.Fatalf("updateNode gave node %q and no error", n.Name)
+	}
+}
+
+// A pod bound to a node between its decision and its cordon is evicted only if the decision
+// moved pods: an empty node's drain keeps the pod and the node (the scheduler had the pod on its
+// way there), a delete's carries on.
+func TestDrainOfNodeThatGainedAPod(t *testing.T) {
+	for _, tt := range []struct {
+		method    string
+		wantTaint bool
+		wantEvict bool
+	}{
+		{methodEmpty, false, false},
+		{methodDelete, true, true},
+	} {
+		t.Run(tt.method, func(t *testing.T) {
+			now := time.Now()
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{v1alpha1.AnnotationDisruptingSince: now.UTC().Format(time.RFC3339)}},
+				Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: v1alpha1.TaintDisrupting, Value: tt.method, Effect: corev1.TaintEffectNoSchedule}}}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1",
+				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", Controller: ptrTrue()}}},
+				Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			client := fake.NewClientset(node, pod)
+			c := &Controller{Client: client, Recorder: events.NewFakeRecorder(10), Clock: testingclock.NewFakePassiveClock(now), DrainTimeout: time.Minute}
+			o := &ownedNode{node: node, claim: &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
+
+			c.drainStep(context.Background(), o, []*corev1.Pod{pod})
+
+			got, err := client.CoreV1().Nodes().Get(context.Background(), "n", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tainted := disruptedBy(got) != ""; tainted != tt.wantTaint || got.Spec.Unschedulable != tt.wantTaint {
+				t.Errorf("after the drain step: tainted %v, cordoned %v; want both %v", tainted, got.Spec.Unschedulable, tt.wantTaint)
+			}
+			evicted := false
+			for _, a := range client.Actions() {
+				evicted = evicted || a.GetSubresource() == "eviction"
+			}
+			if evicted != tt.wantEvict {
+				t.Errorf("eviction asked: %v, want %v", evicted, tt.wantEvict)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
@@ -24,6 +26,8 @@ type questions struct {
 	// landing are the nodes pods on their way (pending, or leaving a draining node) were placed
 	// on: their room is taken.
 	landing map[string]bool
+	// arriving are the pods on their way, one per controller (its replicas fit the same nodes).
+	arriving []*planning.Pod
 }
 
 // newQuestions sets the framework's snapshot to s and returns the pass's questions. The pods on
@@ -69,7 +73,36 @@ func (q *questions) placeArriving(arriving []*corev1.Pod) []*corev1.Pod {
 			q.landing[node] = true
 		}
 	}
+	q.arriving = onePerController(moving)
 	return placed
+}
+
+// couldLand says whether a pod on its way could be bound to node as the cluster is now. The
+// scheduler need not pick the node the questions placed the pod on: its scores favour the
+// emptiest node that fits, so an empty node any such pod fits is where it may well be going.
+func (q *questions) couldLand(node string) bool {
+	for _, mp := range q.arriving {
+		if q.cluster.Fits(q.ctx, mp, node) {
+			return true
+		}
+	}
+	return false
+}
+
+// onePerController keeps the first of pods for each controller; pods without one all stay.
+func onePerController(pods []*planning.Pod) []*planning.Pod {
+	seen := map[types.UID]bool{}
+	var out []*planning.Pod
+	for _, mp := range pods {
+		if ref := metav1.GetControllerOf(mp.Pod); ref != nil {
+			if seen[ref.UID] {
+				continue
+			}
+			seen[ref.UID] = true
+		}
+		out = append(out, mp)
+	}
+	return out
 }
 
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the

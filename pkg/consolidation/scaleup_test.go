@@ -66,7 +66,12 @@ func pending(p *corev1.Pod) *corev1.Pod {
 	return c
 }
 
-// While the cluster scales up, only empty nodes no pending pod would use and interrupted nodes
+// onNode pins the pod to node with a node selector.
+func onNode(node string) podOpt {
+	return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node} }
+}
+
+// While the cluster scales up, only empty nodes no pending pod could use and interrupted nodes
 // are decided about; at any time, the room pods on their way need (pending, or leaving a node
 // being drained) is not free.
 func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
@@ -90,10 +95,14 @@ func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
 			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"))},
 		{name: "scaling up: no renewal", scaleUp: "claim x is still starting",
 			owned: nodes(w.node("a", "m6g.xlarge", drifted)), pods: pods(w.pod("p1", "a", "1"))},
-		{name: "scaling up: an empty node no pending pod would use goes", scaleUp: "claim x is still starting",
+		{name: "scaling up: an empty node no pending pod could use goes", scaleUp: "claim x is still starting",
 			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
-			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "1"))) },
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "1", onNode("a")))) },
 			want:     "empty b (0 pods, 0 new)"},
+		// q would be placed on a, but the scheduler favours the emptiest node that fits.
+		{name: "scaling up: an empty node a pending pod could use stays", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "1"))) }},
 		{name: "workloads creating pods: even an empty node stays", scaleUp: "ReplicaSet ns/web owes 3 pods", creating: true,
 			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1"))},
 		{name: "workloads creating pods: an interrupted node is replaced all the same", scaleUp: "ReplicaSet ns/web owes 3 pods", creating: true,

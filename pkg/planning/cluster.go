@@ -45,6 +45,12 @@ func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod) *Cluster {
 	return cl
 }
 
+// Fits says whether the Filter plugins let p onto the cluster's node as it is now.
+func (cl *Cluster) Fits(ctx context.Context, p *Pod, node string) bool {
+	cn, ok := cl.byName[node]
+	return ok && p.Filter != nil && p.Filter.Filter(ctx, cn.info) == ""
+}
+
 // Repacked is where pods would go.
 type Repacked struct {
 	*Plan
