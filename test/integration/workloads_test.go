@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,29 +134,39 @@ func TestScaleUpEvictsNothing(t *testing.T) {
 		total += int(a.replicas)
 	}
 
-	// A pod evicted is deleted, and its ReplicaSet makes another: both show.
+	// The scale-up ends when the pod watch first sees every replica Running; what either watch
+	// sees after that is consolidation's business. A pod evicted is deleted, and its ReplicaSet
+	// makes another: both show.
+	var settled atomic.Bool
 	created, deleted := map[types.UID]bool{}, map[types.UID]string{}
 	stopPods := watchPods(ns, func(pods []corev1.Pod) {
+		if settled.Load() {
+			return
+		}
+		running := 0
 		for _, p := range pods {
 			created[p.UID] = true
 			if p.DeletionTimestamp != nil {
 				deleted[p.UID] = p.Name + " on " + p.Spec.NodeName
+			} else if p.Status.Phase == corev1.PodRunning {
+				running++
 			}
 		}
+		settled.Store(running == total)
 	})
 	drained := map[string]bool{}
 	quit := make(chan struct{})
 	nodesDone := make(chan struct{})
 	go func() {
 		defer close(nodesDone)
-		for {
+		for !settled.Load() {
 			select {
 			case <-quit:
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
 			nodes, err := world.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-			if err != nil {
+			if err != nil || settled.Load() {
 				continue
 			}
 			for _, n := range nodes.Items {
@@ -172,7 +183,7 @@ func TestScaleUpEvictsNothing(t *testing.T) {
 		createDeployment(t, ns, a.name, a.replicas, a.spec)
 		time.Sleep(2 * time.Second)
 	}
-	waitForWithin(t, fmt.Sprintf("all %d pods Running", total), 4*time.Minute, func() bool { return len(runningPods(t, ns)) == total })
+	waitForWithin(t, fmt.Sprintf("all %d pods Running", total), 4*time.Minute, settled.Load)
 	stopPods()
 	close(quit)
 	<-nodesDone
