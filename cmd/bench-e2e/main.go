@@ -23,6 +23,7 @@ import (
 
 	"github.com/tailor-eks/tailor/cmd/internal/simrun"
 	"github.com/tailor-eks/tailor/pkg/sim/controlplane"
+	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
@@ -34,7 +35,7 @@ func init() {
 // options are the command's flags.
 type options struct {
 	burst, scheduler, kubeScheduler, kwok, nodeadm, dir, namespace string
-	timeout, quiet                                                 time.Duration
+	timeout, quiet, pendingFor                                     time.Duration
 	fitPods                                                        int
 	schedulerQPS                                                   float64
 }
@@ -51,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "how long the burst may take to settle")
 	flag.DurationVar(&o.quiet, "settle-quiet", 5*time.Second, "how long every pod must stay Running, with no pod created or lost, no node drained and no claim in flight, to count as settled")
 	flag.Float64Var(&o.schedulerQPS, "scheduler-qps", 0, "both schedulers' API client QPS (burst twice that); 0 keeps the sandbox's 100, which bounds the fit-existing phase's pods/s")
+	flag.DurationVar(&o.pendingFor, "pending-for", 0, "how long the EC2 simulator keeps a new instance pending (0: it runs at once, as the p99 bar's instant boot assumes; the sandbox's is 1s)")
 	flag.IntVar(&o.fitPods, "fit-existing", 2000, "pods of the fit-existing phase, per scheduler (0: skip it)")
 	flag.Parse()
 	if o.burst == "" || flag.NArg() > 0 {
@@ -89,7 +91,12 @@ func run(o options) (err error) {
 	tb := &controlplane.ProcessTB{Dir: o.dir}
 	defer tb.RunCleanups()
 	progressf("starting the cluster (logs in %s)", o.dir)
-	e, err := env.Start(ctx, env.Options{Dir: o.dir, ClusterName: "bench", KwokPath: o.kwok, NodeadmPath: o.nodeadm, TB: tb})
+	pendingFor := o.pendingFor
+	if pendingFor <= 0 {
+		pendingFor = ec2sim.Immediately
+	}
+	e, err := env.Start(ctx, env.Options{Dir: o.dir, ClusterName: "bench", KwokPath: o.kwok, NodeadmPath: o.nodeadm, TB: tb,
+		Sim: ec2sim.Options{PendingFor: pendingFor}})
 	if err != nil {
 		return err
 	}

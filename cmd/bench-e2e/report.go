@@ -46,9 +46,10 @@ type report struct {
 	PodToClaimLaunched latency `json:"podToClaimLaunchedSeconds"`
 	PodToRunning       latency `json:"podToRunningSeconds"`
 	// ClaimLaunchedToRegistered is the simulated boot: from a claim seen Launched to it seen
-	// Registered (the simulator keeps an instance pending for a second, then the node agent
-	// runs nodeadm on its user data and registers the node). A pod that waits for a new node
-	// waits this long of its podToRunning; on EKS it is a minute or so.
+	// Registered (the simulator keeps an instance pending for --pending-for, by default not at
+	// all; the node agent, polling every half second, runs nodeadm on its user data and
+	// registers the node). A pod that waits for a new node waits this long of its podToRunning;
+	// on EKS it is a minute or so.
 	ClaimLaunchedToRegistered latency `json:"claimLaunchedToRegisteredSeconds"`
 
 	// All Running is when the settled state began (before the quiet period that confirms it).
