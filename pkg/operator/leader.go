@@ -8,10 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // leaseNamespace holds Tailor's lease: the namespace Tailor runs in (POD_NAMESPACE, set by the
@@ -25,13 +25,13 @@ func leaseNamespace() string {
 }
 
 // runLeaderElected runs f while this process holds the named lease, until ctx ends.
-func runLeaderElected(ctx context.Context, h framework.Handle, name string, f func(context.Context)) {
+func runLeaderElected(ctx context.Context, client kubernetes.Interface, name string, f func(context.Context)) {
 	logger := klog.FromContext(ctx)
 	host, _ := os.Hostname()
 	id := host + "_" + string(uuid.NewUUID())
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: leaseNamespace(), Name: name},
-		Client:     h.ClientSet().CoordinationV1(),
+		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	var term sync.Mutex

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -47,7 +48,9 @@ type Operator struct {
 	// Rollouts finds the profile's workloads and the pods they still owe.
 	Rollouts *rollout.Lister
 
-	handle     framework.Handle
+	handle framework.Handle
+	// election renews the tailor-controllers lease (see clients).
+	election   kubernetes.Interface
 	store      *claims.Store
 	pods       cache.SharedIndexInformer
 	nodes      cache.SharedIndexInformer
@@ -113,6 +116,10 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	if err != nil {
 		return nil, fmt.Errorf("claims client: %w", err)
 	}
+	cs, err := newClients(h)
+	if err != nil {
+		return nil, err
+	}
 	pods := h.SharedInformerFactory().Core().V1().Pods()
 	nodes := h.SharedInformerFactory().Core().V1().Nodes()
 	daemonSets := h.SharedInformerFactory().Apps().V1().DaemonSets()
@@ -154,7 +161,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		ds, err := daemonSets.Lister().DaemonSets(d.Namespace).Get(d.Name)
 		return err == nil && string(ds.UID) == d.UID && ds.DeletionTimestamp == nil
 	}}
-	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, Rollouts: rollouts, handle: h, store: store,
+	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, Rollouts: rollouts, handle: h, election: cs.election, store: store,
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
 		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer()}}
 	observed := &catalog.Observed{}
@@ -189,11 +196,11 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	launcher := o.Provisioner.Launcher()
 	o.lifecycle = &lifecycle.Controller{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger, Launcher: launcher,
-		Client: h.ClientSet(), Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
+		Client: cs.controllers, Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
 		Recorder: h.EventRecorder(), Activate: activate, Observed: observed,
 	}
 	o.consolidation = &consolidation.Controller{
-		Args: args, Cloud: provider, Claims: store, Client: h.ClientSet(),
+		Args: args, Cloud: provider, Claims: store, Client: cs.controllers,
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
 		Framework: consolidationFramework, Offerings: offs, Launcher: launcher, Recorder: h.EventRecorder(),
 		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
@@ -252,7 +259,7 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 		go o.Provisioner.Run(ctx)
 		// Launch resumption, registration and garbage collection act on the cloud: one replica
 		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
-		runLeaderElected(ctx, o.handle, "tailor-controllers", func(ctx context.Context) {
+		runLeaderElected(ctx, o.election, "tailor-controllers", func(ctx context.Context) {
 			var wg sync.WaitGroup
 			wg.Add(1)
 			go func() {

@@ -174,6 +174,11 @@ func (a *Agent) Run(ctx context.Context) {
 	if a.Period == 0 {
 		a.Period = 500 * time.Millisecond
 	}
+	// The node's capacity comes from the catalog, which a kubelet never loads: load it before
+	// the first instance, so the first fleet's boot does not wait for it.
+	if _, err := a.Cloud.InstanceTypes(ctx); err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).V(2).Info("Node agent cannot load the catalog yet", "err", err)
+	}
 	for {
 		if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Node agent sync failed", "err", err)
@@ -207,7 +212,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 		existing[nodes.Items[i].Name] = &nodes.Items[i]
 	}
 	running := map[string]bool{}
-	var types map[string]*cloud.InstanceType
+	types := map[string]*cloud.InstanceType{}
 	var boots []*cloud.Instance
 	pending := false
 	for i := range insts {
@@ -220,17 +225,12 @@ func (a *Agent) Sync(ctx context.Context) error {
 		if _, ok := existing[in.PrivateDNSName]; ok {
 			continue
 		}
-		if types == nil {
-			its, err := a.Cloud.InstanceTypes(ctx)
-			if err != nil {
-				return err
-			}
-			types = map[string]*cloud.InstanceType{}
-			for j := range its {
-				types[its[j].Name] = &its[j]
-			}
+		it, ok, err := a.Cloud.InstanceType(ctx, in.Type)
+		if err != nil {
+			return err
 		}
-		if _, ok := types[in.Type]; ok && !a.held(*in) {
+		if ok && !a.held(*in) {
+			types[in.Type] = &it
 			boots = append(boots, in)
 		}
 	}
