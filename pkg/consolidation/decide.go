@@ -142,15 +142,23 @@ func anyWanted(steps [][]method, s *snapshot, cs []*candidate) bool {
 	return false
 }
 
-// withoutLandings are cs but the nodes pods on their way would land on, and the empty nodes they
-// could land on: their room is needed now. An interrupted node stays, as EC2 takes it whatever
-// it would hold.
+// withoutLandings are cs but the empty nodes pods on their way could land on and the other nodes
+// they would land on: their room is needed now. An interrupted node stays, as EC2 takes it
+// whatever it would hold.
 func withoutLandings(cs []*candidate, q *questions) []*candidate {
 	out := cs[:0:0]
 	for _, c := range cs {
-		if interrupted(c.ownedNode) || !q.landing[c.node.Name] && (len(c.evict) > 0 || !q.couldLand(c.node.Name)) {
-			out = append(out, c)
+		switch {
+		case interrupted(c.ownedNode):
+		case len(c.evict) == 0:
+			// Once the pods are placed, a node they landed on may have no room for another.
+			if q.placed && q.landing[c.node.Name] || q.couldLand(c.node.Name) {
+				continue
+			}
+		case q.landed(c.node.Name):
+			continue
 		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
@@ -17,48 +15,53 @@ import (
 type questions struct {
 	ctx     context.Context
 	fw      *profile.Framework
+	s       *snapshot
 	cluster *planning.Cluster
 	states  map[*corev1.Pod]*planning.Pod
 	// planner is shared by the questions that may launch, so template nodes are built once.
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
 	gone []string
-	// landing are the nodes pods on their way (pending, or leaving a draining node) were placed
-	// on: their room is taken.
+	// placed says whether the pods on their way are placed (see place); landing are the nodes
+	// they were placed on: their room is taken.
+	placed  bool
 	landing map[string]bool
-	// arriving are the pods on their way, one per controller (its replicas fit the same nodes).
+	// arriving are the distinct pods on their way, with their PreFilter states, for couldLand
+	// (nil until asked).
 	arriving []*planning.Pod
 }
 
-// newQuestions sets the framework's snapshot to s and returns the pass's questions. The pods on
-// their way to a node (s.arriving) are placed first, where the Filter plugins let them go, and
-// every later question sees them there: room a pending pod needs is never free.
+// newQuestions sets the framework's snapshot to s and returns the pass's questions.
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
-	q := &questions{ctx: ctx, fw: fw, states: map[*corev1.Pod]*planning.Pod{}, planner: &planning.Planner{Templates: s.templates},
+	q := &questions{ctx: ctx, fw: fw, s: s, states: map[*corev1.Pod]*planning.Pod{}, planner: &planning.Planner{Templates: s.templates},
 		landing: map[string]bool{}}
-	q.setCluster(s, s.pods)
-	if len(s.arriving) > 0 {
-		if placed := q.placeArriving(s.arriving); len(placed) > 0 {
-			q.setCluster(s, append(slices.Clip(s.pods), placed...))
-		}
-	}
+	q.setCluster(s.pods)
 	return q
 }
 
-// setCluster makes pods (bound to s's nodes) the cluster the questions are asked of.
-func (q *questions) setCluster(s *snapshot, pods []*corev1.Pod) {
-	q.fw.SetSnapshot(s.nodes, pods)
-	q.cluster = planning.NewCluster(schedulable(s.nodes, s.excluded), pods)
+// setCluster makes pods (bound to the snapshot's nodes) the cluster the questions are asked of.
+func (q *questions) setCluster(pods []*corev1.Pod) {
+	q.fw.SetSnapshot(q.s.nodes, pods)
+	q.cluster = planning.NewCluster(schedulable(q.s.nodes, q.s.excluded), pods)
 	// A PreFilter state reads the snapshot it was computed on.
 	clear(q.states)
 }
 
-// placeArriving places unbound pods onto the cluster's nodes as the planner would, and returns
-// bound copies of those that fit, noting their nodes in landing. Those that fit nowhere are left
-// to provisioning: they need new capacity, not the room there is.
-func (q *questions) placeArriving(arriving []*corev1.Pod) []*corev1.Pod {
-	moving := make([]*planning.Pod, 0, len(arriving))
-	for _, p := range arriving {
+// place puts the pods on their way to a node (s.arriving) where the Filter plugins let them go,
+// once per pass, before the first question that moves pods or asks where they landed: every
+// such question sees them there, so room a pending pod needs is never free. Those that fit
+// nowhere are left to provisioning: they need new capacity, not the room there is. A pass that
+// only asks whether an empty node could take one (couldLand) never places them.
+func (q *questions) place() {
+	if q.placed {
+		return
+	}
+	q.placed = true
+	if len(q.s.arriving) == 0 {
+		return
+	}
+	moving := make([]*planning.Pod, 0, len(q.s.arriving))
+	for _, p := range q.s.arriving {
 		state, err := q.fw.PreFilter(q.ctx, p)
 		if err != nil {
 			continue
@@ -73,14 +76,39 @@ func (q *questions) placeArriving(arriving []*corev1.Pod) []*corev1.Pod {
 			q.landing[node] = true
 		}
 	}
-	q.arriving = onePerController(moving)
-	return placed
+	if len(placed) > 0 {
+		q.setCluster(append(slices.Clip(q.s.pods), placed...))
+	}
 }
 
-// couldLand says whether a pod on its way could be bound to node as the cluster is now. The
-// scheduler need not pick the node the questions placed the pod on: its scores favour the
-// emptiest node that fits, so an empty node any such pod fits is where it may well be going.
+// landed says whether a pod on its way was placed on node.
+func (q *questions) landed(node string) bool {
+	q.place()
+	return q.landing[node]
+}
+
+// couldLand says whether a pod on its way could be bound to node as the cluster is now: room
+// for its requests and the Filter plugins' leave. The scheduler need not pick the node the
+// questions would place the pod on: its scores favour the emptiest node that fits, so an empty
+// node any such pod fits is where it may well be going. Only the distinct pods are asked (a
+// template's replicas are one), so a burst's thousands of pending pods cost a handful of
+// PreFilter runs.
 func (q *questions) couldLand(node string) bool {
+	if q.arriving == nil {
+		all := make([]*planning.Pod, len(q.s.arriving))
+		for i, p := range q.s.arriving {
+			all[i] = planning.NewPod(p, nil)
+		}
+		q.arriving = []*planning.Pod{}
+		for _, mp := range planning.Distinct(all) {
+			state, err := q.fw.PreFilter(q.ctx, mp.Pod)
+			if err != nil {
+				continue
+			}
+			mp.Filter = &planning.FilterState{Plugins: q.fw, State: state, Pod: mp.Pod}
+			q.arriving = append(q.arriving, mp)
+		}
+	}
 	for _, mp := range q.arriving {
 		if q.cluster.Fits(q.ctx, mp, node) {
 			return true
@@ -89,25 +117,10 @@ func (q *questions) couldLand(node string) bool {
 	return false
 }
 
-// onePerController keeps the first of pods for each controller; pods without one all stay.
-func onePerController(pods []*planning.Pod) []*planning.Pod {
-	seen := map[types.UID]bool{}
-	var out []*planning.Pod
-	for _, mp := range pods {
-		if ref := metav1.GetControllerOf(mp.Pod); ref != nil {
-			if seen[ref.UID] {
-				continue
-			}
-			seen[ref.UID] = true
-		}
-		out = append(out, mp)
-	}
-	return out
-}
-
 // repack asks where the pods of the decisions' nodes would go if those nodes went away, onto the
 // other nodes and new nodes of templates. It returns nil if some pod would have nowhere to go.
 func (q *questions) repack(templates []*planning.Template, ds []decision) *planning.Repacked {
+	q.place()
 	removed := append([]string(nil), q.gone...)
 	var moving []*planning.Pod
 	for _, d := range ds {

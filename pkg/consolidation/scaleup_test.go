@@ -99,6 +99,17 @@ func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
 			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
 			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "1", onNode("a")))) },
 			want:     "empty b (0 pods, 0 new)"},
+		{name: "scaling up: an empty node too small for every pending pod goes", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
+			arriving: func(*snapshot) []*corev1.Pod { return pods(pending(w.pod("q", "", "5"))) },
+			want:     "empty b (0 pods, 0 new)"},
+		// One controller's pods, each pinned to its node (as a DaemonSet's are): the one pinned
+		// to b keeps b, though its sibling, asked first, fits only a.
+		{name: "scaling up: an empty node one of a controller's pods is pinned to stays", scaleUp: "claim x is still starting",
+			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),
+			arriving: func(*snapshot) []*corev1.Pod {
+				return pods(pending(w.pod("d-a", "", "100m", ownedBy("DaemonSet"), onNode("a"))), pending(w.pod("d-b", "", "100m", ownedBy("DaemonSet"), onNode("b"))))
+			}},
 		// q would be placed on a, but the scheduler favours the emptiest node that fits.
 		{name: "scaling up: an empty node a pending pod could use stays", scaleUp: "claim x is still starting",
 			owned: nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), pods: pods(w.pod("p1", "a", "1")),

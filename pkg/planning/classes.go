@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -74,6 +75,43 @@ type member struct {
 }
 
 func (c *class) rep() *Pod { return c.members[0].pod }
+
+// Distinct keeps the first of each set of pods the Filter plugins and the packer see alike: the
+// same scheduling constraints and the same requests. A template's replicas are one pod.
+func Distinct(pods []*Pod) []*Pod {
+	type key struct {
+		class    uint64
+		requests string
+	}
+	seen := map[key]bool{}
+	var out []*Pod
+	for _, p := range pods {
+		k := key{classKey(p), requestsKey(p.Requests)}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// requestsKey is the requests in a canonical text form.
+func requestsKey(rl corev1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for name := range rl {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		q := rl[corev1.ResourceName(n)]
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(';')
+	}
+	return b.String()
+}
 
 // classKey hashes everything the Filter plugins look at on the pod side, except the amounts of
 // the requests: which resources a pod requests is part of the key, how much is not.

@@ -45,10 +45,11 @@ func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod) *Cluster {
 	return cl
 }
 
-// Fits says whether the Filter plugins let p onto the cluster's node as it is now.
+// Fits says whether p fits the cluster's node as it is now: its requests within the node's free
+// room, and the Filter plugins letting it on.
 func (cl *Cluster) Fits(ctx context.Context, p *Pod, node string) bool {
 	cn, ok := cl.byName[node]
-	return ok && p.Filter != nil && p.Filter.Filter(ctx, cn.info) == ""
+	return ok && p.Filter != nil && fits(cn.capacity, cn.used, cl.dims.vec(p.Requests, true)) && p.Filter.Filter(ctx, cn.info) == ""
 }
 
 // Repacked is where pods would go.

@@ -2,6 +2,7 @@ package planning
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,14 +11,20 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-func TestRepack(t *testing.T) {
-	pl := testPlanner(t)
-	var large *Template
-	for _, tm := range pl.Templates {
+// m5LargeIn1a is the test planner's m5.large template in us-east-1a.
+func m5LargeIn1a(t *testing.T) *Template {
+	for _, tm := range testPlanner(t).Templates {
 		if tm.Type.Name == "m5.large" && tm.Offering.Zone == "us-east-1a" {
-			large = tm
+			return tm
 		}
 	}
+	t.Fatal("no m5.large template in us-east-1a")
+	return nil
+}
+
+func TestRepack(t *testing.T) {
+	pl := testPlanner(t)
+	large := m5LargeIn1a(t)
 	nodeA, nodeB := nodeNamed(large, "a"), nodeNamed(large, "b")
 	bind := func(p *Pod, node string) *Pod { p.Pod.Spec.NodeName = node; return p }
 	antiX := func(p *Pod) *Pod {
@@ -128,5 +135,57 @@ func TestRepackAsksTheTemplatesOncePerCluster(t *testing.T) {
 	}
 	if fresh := asked(NewCluster(nodes, nil), "fresh"); fresh < len(pl.Templates) {
 		t.Errorf("a new cluster's question filtered %d templates, fewer than the %d there are", fresh, len(pl.Templates))
+	}
+}
+
+// Fits asks for room and for the Filter plugins' leave, on the node as it is.
+func TestClusterFits(t *testing.T) {
+	large := m5LargeIn1a(t)
+	running := pod(t, "running", "1", "1Gi", nil)
+	running.Pod.Spec.NodeName = "a"
+	cl := NewCluster([]*corev1.Node{nodeNamed(large, "a")}, []*corev1.Pod{running.Pod})
+	for _, tt := range []struct {
+		name string
+		pod  *Pod
+		node string
+		want bool
+	}{
+		{"room left", pod(t, "small", "500m", "1Gi", nil), "a", true},
+		{"more cpu than is left", pod(t, "big", "1500m", "1Gi", nil), "a", false},
+		{"a node selector the node does not match", pod(t, "arm", "100m", "128Mi", map[string]string{corev1.LabelArchStable: "arm64"}), "a", false},
+		{"a node not in the cluster", pod(t, "small", "100m", "128Mi", nil), "z", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cl.Fits(context.Background(), tt.pod, tt.node); got != tt.want {
+				t.Errorf("Fits = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Replicas of one template are one distinct pod; other requests, or other constraints (a
+// DaemonSet's pods, each pinned to its node), are others.
+func TestDistinct(t *testing.T) {
+	pinned := func(name, node string) *Pod {
+		return pod(t, name, "100m", "128Mi", map[string]string{corev1.LabelHostname: node})
+	}
+	for _, tt := range []struct {
+		name string
+		pods []*Pod
+		want []string
+	}{
+		{"replicas", []*Pod{pod(t, "web-1", "250m", "512Mi", nil), pod(t, "web-2", "250m", "512Mi", nil)}, []string{"web-1"}},
+		{"other requests", []*Pod{pod(t, "web-1", "250m", "512Mi", nil), pod(t, "web-2", "500m", "512Mi", nil)}, []string{"web-1", "web-2"}},
+		{"pinned to nodes", []*Pod{pinned("ds-a", "a"), pinned("ds-b", "b"), pinned("ds-a2", "a")}, []string{"ds-a", "ds-b"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, p := range Distinct(tt.pods) {
+				got = append(got, p.Pod.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Distinct = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
