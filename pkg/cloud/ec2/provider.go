@@ -313,8 +313,14 @@ var liveStates = []string{"pending", "running", "shutting-down", "stopping", "st
 // matches any value of the key).
 func (p *Provider) Instances(ctx context.Context, tags map[string]string) ([]cloud.Instance, error) {
 	filters := append(tagFilters(tags), ec2types.Filter{Name: aws.String("instance-state-name"), Values: liveStates})
-	return p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(1000)})
+	return p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(instancesPerPage)})
 }
+
+// instancesPerPage is the page size of DescribeInstances. A described instance decodes to tens
+// of kilobytes of SDK structs, of which a cloud.Instance keeps a few fields: in pages of 100,
+// a sweep of a large fleet holds one page of them at a time, not the fleet's (a page of 1000
+// made each sweep of a 380-node fleet hold some 9 MB at once).
+const instancesPerPage = 100
 
 func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]cloud.Instance, error) {
 	var out []cloud.Instance
