@@ -57,6 +57,10 @@ type Launcher struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool
+	// queue holds the claims LaunchAsync was given, launched in that order by up to
+	// maxLaunchesInFlight workers (running counts them).
+	queue   []queuedLaunch
+	running int
 
 	// slots holds a token for each launch under way (see maxLaunchesInFlight).
 	slots chan struct{}
@@ -186,13 +190,47 @@ func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNod
 // launchTimeout bounds one launch, so a hung cloud call cannot stall provisioning.
 const launchTimeout = 2 * time.Minute
 
+// queuedLaunch is a claim waiting in LaunchAsync's queue.
+type queuedLaunch struct {
+	ctx   context.Context
+	claim *v1alpha1.Claim
+}
+
 // LaunchAsync launches a recorded claim in the background unless a launch of it is already
-// running in this process.
+// running in this process. Claims are launched in the order they are given: the caller puts
+// first the claims whose pods wait (see Provisioner.provision), so a batch of hundreds of claims
+// does not leave them waiting behind claims kept for pods still to come.
 func (l *Launcher) LaunchAsync(ctx context.Context, c *v1alpha1.Claim) {
 	if !l.begin(c.Name) {
 		return
 	}
-	go l.launchClaim(ctx, c)
+	l.mu.Lock()
+	l.queue = append(l.queue, queuedLaunch{ctx: ctx, claim: c})
+	start := l.running < maxLaunchesInFlight
+	if start {
+		l.running++
+	}
+	l.mu.Unlock()
+	if start {
+		go l.work()
+	}
+}
+
+// work launches queued claims, oldest first, until the queue is empty.
+func (l *Launcher) work() {
+	for {
+		l.mu.Lock()
+		if len(l.queue) == 0 {
+			l.running--
+			l.mu.Unlock()
+			return
+		}
+		next := l.queue[0]
+		l.queue[0] = queuedLaunch{}
+		l.queue = l.queue[1:]
+		l.mu.Unlock()
+		l.launchClaim(next.ctx, next.claim)
+	}
 }
 
 // Launch launches a recorded claim and records the result. It is safe to call again for the

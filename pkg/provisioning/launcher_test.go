@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,5 +291,62 @@ func TestClaimNamesTheDaemonSetsItsPlanCounted(t *testing.T) {
 	}
 	if mem := got[0].Requests[corev1.ResourceMemory]; mem.String() != "128Mi" {
 		t.Errorf("agent's pod requests %s memory, want 128Mi", mem.String())
+	}
+}
+
+// gatedCloud holds every launch until the gate opens, noting the order launches reach EC2.
+type gatedCloud struct {
+	*fake.Provider
+	gate    chan struct{}
+	mu      sync.Mutex
+	reached []string
+}
+
+func (g *gatedCloud) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
+	g.mu.Lock()
+	g.reached = append(g.reached, req.ClientToken)
+	g.mu.Unlock()
+	<-g.gate
+	return g.Provider.Launch(ctx, req)
+}
+
+func (g *gatedCloud) seen() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.reached)
+}
+
+// Claims given to LaunchAsync go to EC2 in that order, maxLaunchesInFlight at a time: the
+// first ones are launched first, whatever the scheduling of goroutines.
+func TestLaunchAsyncKeepsTheOrder(t *testing.T) {
+	w := newLauncherWorld(t)
+	gated := &gatedCloud{Provider: w.cloud, gate: make(chan struct{})}
+	w.l.Cloud = gated
+	var tokens []string
+	for i := 0; i < maxLaunchesInFlight+4; i++ {
+		c := w.claim(t, "c"+strconv.Itoa(i))
+		tokens = append(tokens, string(c.UID))
+		w.l.LaunchAsync(context.Background(), c)
+	}
+	waitUntil(t, "the first launches to reach EC2", func() bool { return len(gated.seen()) == maxLaunchesInFlight })
+	first := gated.seen()
+	slices.Sort(first)
+	want := slices.Clone(tokens[:maxLaunchesInFlight])
+	slices.Sort(want)
+	if !slices.Equal(first, want) {
+		t.Fatalf("first launches %v, want the first %d claims %v", first, maxLaunchesInFlight, want)
+	}
+	close(gated.gate)
+	waitUntil(t, "every launch to reach EC2", func() bool { return len(gated.seen()) == len(tokens) })
+}
+
+// waitUntil polls cond until it holds, failing the test if it never does.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: it never came", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -7,6 +7,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -214,9 +215,21 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		}()
 	}
 	wg.Wait()
+	for _, c := range waitedForFirst(claims) {
+		p.launcher.LaunchAsync(ctx, c)
+	}
+}
+
+// waitedForFirst are the recorded claims (nil ones left out) in the order to launch them: those
+// with the most pods waiting first, those only kept for pods still to come last. A batch planned
+// with a rollout's expected pods is mostly the latter, and launches go a few at a time.
+func waitedForFirst(claims []*v1alpha1.Claim) []*v1alpha1.Claim {
+	out := make([]*v1alpha1.Claim, 0, len(claims))
 	for _, c := range claims {
 		if c != nil {
-			p.launcher.LaunchAsync(ctx, c)
+			out = append(out, c)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b *v1alpha1.Claim) int { return len(b.Spec.Pods) - len(a.Spec.Pods) })
+	return out
 }
