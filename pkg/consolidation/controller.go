@@ -358,7 +358,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	}
 	// Listed once: the store converts every claim on each list.
 	claims := c.Claims.List()
-	for name := range awaitedNodes(claims, pending) {
+	for name := range awaitedNodes(claims, pending, s.now) {
 		nominated[name] = true
 	}
 	s.scaleUp = scaleUp(claims, pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
@@ -421,16 +421,20 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	return s, nil
 }
 
-// awaitedNodes are the nodes of claims launched for pods still pending: the scheduler has those
-// pods on their way there (Reserve kept the claim's room for them), whatever room the other
-// nodes have.
-func awaitedNodes(claims []*v1alpha1.Claim, pending []*corev1.Pod) map[string]bool {
-	if len(pending) == 0 {
-		return nil
-	}
+// awaitedNodes are the nodes of claims launched for pods still pending, created less than
+// recentPending before now: the scheduler has those pods on their way there (Reserve kept the
+// claim's room for them), whatever room the other nodes have. An older one may never bind there
+// and must not keep the node for good (it still keeps an empty node it could be bound to: see
+// couldLand).
+func awaitedNodes(claims []*v1alpha1.Claim, pending []*corev1.Pod, now time.Time) map[string]bool {
 	waiting := make(map[types.UID]bool, len(pending))
 	for _, p := range pending {
-		waiting[p.UID] = true
+		if now.Sub(p.CreationTimestamp.Time) < recentPending {
+			waiting[p.UID] = true
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
 	}
 	out := map[string]bool{}
 	for _, cl := range claims {
