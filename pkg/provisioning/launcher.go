@@ -57,10 +57,11 @@ type Launcher struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool
-	// queue holds the claims LaunchAsync was given, launched in that order by up to
-	// maxLaunchesInFlight workers (running counts them).
-	queue   []queuedLaunch
-	running int
+	// waited and kept hold the claims LaunchAsync was given, those with pods waiting and those
+	// only kept for pods still to come, launched in that order by up to maxLaunchesInFlight
+	// workers (running counts them): every claim a pod waits on goes before any of the others.
+	waited, kept []queuedLaunch
+	running      int
 
 	// slots holds a token for each launch under way (see maxLaunchesInFlight).
 	slots chan struct{}
@@ -197,15 +198,19 @@ type queuedLaunch struct {
 }
 
 // LaunchAsync launches a recorded claim in the background unless a launch of it is already
-// running in this process. Claims are launched in the order they are given: the caller puts
-// first the claims whose pods wait (see Provisioner.provision), so a batch of hundreds of claims
-// does not leave them waiting behind claims kept for pods still to come.
+// running in this process. Claims are launched in the order they are given, those with pods
+// waiting before those only kept for pods still to come (a batch planned with a rollout's pods
+// to come is mostly the latter): a pod never waits behind them for its node.
 func (l *Launcher) LaunchAsync(ctx context.Context, c *v1alpha1.Claim) {
 	if !l.begin(c.Name) {
 		return
 	}
 	l.mu.Lock()
-	l.queue = append(l.queue, queuedLaunch{ctx: ctx, claim: c})
+	if len(c.Spec.Pods) > 0 {
+		l.waited = append(l.waited, queuedLaunch{ctx: ctx, claim: c})
+	} else {
+		l.kept = append(l.kept, queuedLaunch{ctx: ctx, claim: c})
+	}
 	start := l.running < maxLaunchesInFlight
 	if start {
 		l.running++
@@ -216,18 +221,22 @@ func (l *Launcher) LaunchAsync(ctx context.Context, c *v1alpha1.Claim) {
 	}
 }
 
-// work launches queued claims, oldest first, until the queue is empty.
+// work launches queued claims, waited-on first, each queue oldest first, until both are empty.
 func (l *Launcher) work() {
 	for {
 		l.mu.Lock()
-		if len(l.queue) == 0 {
+		queue := &l.waited
+		if len(*queue) == 0 {
+			queue = &l.kept
+		}
+		if len(*queue) == 0 {
 			l.running--
 			l.mu.Unlock()
 			return
 		}
-		next := l.queue[0]
-		l.queue[0] = queuedLaunch{}
-		l.queue = l.queue[1:]
+		next := (*queue)[0]
+		(*queue)[0] = queuedLaunch{}
+		*queue = (*queue)[1:]
 		l.mu.Unlock()
 		l.launchClaim(next.ctx, next.claim)
 	}

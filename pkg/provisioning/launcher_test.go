@@ -316,28 +316,44 @@ func (g *gatedCloud) seen() []string {
 	return slices.Clone(g.reached)
 }
 
-// Claims given to LaunchAsync go to EC2 in that order, maxLaunchesInFlight at a time: the
-// first ones are launched first, whatever the scheduling of goroutines.
+// Claims given to LaunchAsync go to EC2 in that order, maxLaunchesInFlight at a time, and a
+// claim pods wait on goes before claims only kept for pods still to come, even ones given
+// earlier: whatever the scheduling of goroutines.
 func TestLaunchAsyncKeepsTheOrder(t *testing.T) {
 	w := newLauncherWorld(t)
 	gated := &gatedCloud{Provider: w.cloud, gate: make(chan struct{})}
 	w.l.Cloud = gated
-	var tokens []string
-	for i := 0; i < maxLaunchesInFlight+4; i++ {
-		c := w.claim(t, "c"+strconv.Itoa(i))
-		tokens = append(tokens, string(c.UID))
+	launch := func(name string, kept bool) string {
+		c := w.claim(t, name)
+		if kept {
+			c.Spec.Pods = nil
+		}
 		w.l.LaunchAsync(context.Background(), c)
+		return string(c.UID)
 	}
+	var first []string
+	for i := 0; i < maxLaunchesInFlight; i++ {
+		first = append(first, launch("c"+strconv.Itoa(i), false))
+	}
+	keptA, keptB := launch("kept-a", true), launch("kept-b", true)
+	waited := launch("waited", false)
 	waitUntil(t, "the first launches to reach EC2", func() bool { return len(gated.seen()) == maxLaunchesInFlight })
-	first := gated.seen()
+	got := gated.seen()
+	slices.Sort(got)
 	slices.Sort(first)
-	want := slices.Clone(tokens[:maxLaunchesInFlight])
-	slices.Sort(want)
-	if !slices.Equal(first, want) {
-		t.Fatalf("first launches %v, want the first %d claims %v", first, maxLaunchesInFlight, want)
+	if !slices.Equal(got, first) {
+		t.Fatalf("first launches %v, want the first %d claims %v", got, maxLaunchesInFlight, first)
+	}
+	// One launch at a time from here: each freed worker takes the next claim in line.
+	for _, want := range []string{waited, keptA, keptB} {
+		n := len(gated.seen())
+		gated.gate <- struct{}{}
+		waitUntil(t, "the next launch to reach EC2", func() bool { return len(gated.seen()) == n+1 })
+		if next := gated.seen()[n]; next != want {
+			t.Fatalf("launch %d was %s, want %s", n+1, next, want)
+		}
 	}
 	close(gated.gate)
-	waitUntil(t, "every launch to reach EC2", func() bool { return len(gated.seen()) == len(tokens) })
 }
 
 // waitUntil polls cond until it holds, failing the test if it never does.
