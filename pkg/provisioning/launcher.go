@@ -32,9 +32,9 @@ import (
 // loop.
 const retryAfterFailure = 30 * time.Second
 
-// maxLaunchesInFlight bounds the claims this process launches at once: a burst of pending pods
-// becomes many claims, and EC2 throttles an account's CreateFleet calls; claims past the bound
-// wait their turn, still Pending and still counted as in-flight capacity.
+// maxLaunchesInFlight bounds the claims this process launches at once (LaunchAsync's workers): a
+// burst of pending pods becomes many claims, and EC2 throttles an account's CreateFleet calls;
+// claims past the bound wait their turn, still Pending and still counted as in-flight capacity.
 const maxLaunchesInFlight = 8
 
 // Backoff after EC2 pushed back (cloud.Transient: throttling or 5xx, which the SDK has already
@@ -63,8 +63,6 @@ type Launcher struct {
 	waited, kept []queuedLaunch
 	running      int
 
-	// slots holds a token for each launch under way (see maxLaunchesInFlight).
-	slots chan struct{}
 	// backoff is the shared wait after transient EC2 failures (see transientBackoffMin).
 	backoff *flowcontrol.Backoff
 }
@@ -73,7 +71,6 @@ type Launcher struct {
 func NewLauncher(o Options) *Launcher {
 	return &Launcher{
 		Options: o, inflight: map[string]bool{},
-		slots:   make(chan struct{}, maxLaunchesInFlight),
 		backoff: flowcontrol.NewBackOffWithJitter(transientBackoffMin, transientBackoffMax, 0.2),
 	}
 }
@@ -280,10 +277,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods), "expectedPods", len(c.Spec.ExpectedPods))
 		return
 	}
-	select {
-	case l.slots <- struct{}{}:
-		defer func() { <-l.slots }()
-	case <-ctx.Done():
+	if ctx.Err() != nil {
 		return // shutting down: the claim stays Pending and is resumed
 	}
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
