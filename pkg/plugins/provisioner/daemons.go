@@ -64,19 +64,28 @@ func (d *daemons) refresh(ctx context.Context) {
 			Spec: *ds.Spec.Template.Spec.DeepCopy(),
 		}
 		dsutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
-		state := framework.NewCycleState()
-		if _, s, _ := fw.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
-			klog.FromContext(ctx).V(4).Info("DaemonSet pod fails PreFilter; not counted on new nodes", "daemonset", klog.KObj(ds), "status", s.Message())
-			d.pods[ds.UID] = daemonPod{generation: ds.Generation}
-			continue
+		planned, why := prefiltered(ctx, fw, pod)
+		if planned == nil {
+			klog.FromContext(ctx).V(4).Info("DaemonSet pod fails PreFilter; not counted on new nodes", "daemonset", klog.KObj(ds), "status", why)
 		}
-		d.pods[ds.UID] = daemonPod{generation: ds.Generation, pod: planning.NewPod(pod, &planning.FilterState{Plugins: d.handle, State: state, Pod: pod})}
+		d.pods[ds.UID] = daemonPod{generation: ds.Generation, pod: planned}
 	}
 	for uid := range d.pods {
 		if !seen[uid] {
 			delete(d.pods, uid)
 		}
 	}
+}
+
+// prefiltered is pod, a pod its controller will create, with the state the profile's PreFilter
+// plugins give it, to be planned like a pending pod; nil and why if PreFilter rejects it.
+// Scheduling goroutine only: PreFilter reads the scheduler's snapshot.
+func prefiltered(ctx context.Context, fw framework.Framework, pod *corev1.Pod) (*planning.Pod, string) {
+	state := framework.NewCycleState()
+	if _, s, _ := fw.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
+		return nil, s.Message()
+	}
+	return planning.NewPod(pod, &planning.FilterState{Plugins: fw, State: state, Pod: pod}), ""
 }
 
 // list returns the daemon pods as last refreshed.

@@ -63,14 +63,11 @@ func (u *upcoming) refresh(ctx context.Context) {
 			seen[w.UID] = pod
 			continue
 		}
-		pod := upcomingPod(w)
-		state := framework.NewCycleState()
-		if _, s, _ := fw.RunPreFilterPlugins(ctx, state, pod); !s.IsSuccess() {
-			klog.FromContext(ctx).V(4).Info("A workload's pod to come fails PreFilter; planned once it comes", "workload", w.String(), "status", s.Message())
-			seen[w.UID] = nil
-			continue
+		planned, why := prefiltered(ctx, fw, upcomingPod(w))
+		if planned == nil {
+			klog.FromContext(ctx).V(4).Info("A workload's pod to come fails PreFilter; planned once it comes", "workload", w.String(), "status", why)
 		}
-		seen[w.UID] = planning.NewPod(pod, &planning.FilterState{Plugins: u.handle, State: state, Pod: pod})
+		seen[w.UID] = planned
 	}
 	u.pods = seen
 }
