@@ -7,10 +7,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/profile/profiletest"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
 
@@ -19,14 +19,7 @@ import (
 func exampleProfile(tb testing.TB) (*profile.Profile, *profile.Framework, []cloud.InstanceType) {
 	tb.Helper()
 	ctx := context.Background()
-	prof, err := profile.Load(manifests.SchedulerConfig, "")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fw, _, err := prof.NewFramework(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	prof, fw := profiletest.Example(tb)
 	srv := httptest.NewServer(ec2sim.New(ec2sim.Options{ClusterName: "test"}))
 	tb.Cleanup(srv.Close)
 	p, err := ec2.NewFromConfig(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}}, ec2.Options{ClusterName: "test"})

@@ -13,8 +13,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/profile/profiletest"
 	"github.com/tailor-eks/tailor/pkg/workload"
 )
 
@@ -104,14 +104,7 @@ func TestScheduleOnExisting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			prof, err := profile.Load(manifests.SchedulerConfig, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			fw, _, err := prof.NewFramework(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, fw := profiletest.Example(t)
 			pending, existing := scheduleOnExisting(ctx, fw, &workload.Workload{Pods: tc.pods, Nodes: tc.nodes})
 			gotExisting := map[string][]string{}
 			for node, pods := range existing {

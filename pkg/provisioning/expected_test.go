@@ -18,10 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
-	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/profile/profiletest"
 	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
@@ -44,14 +44,7 @@ func newRolloutWorld(t *testing.T, replicas int32) *rolloutWorld {
 	}
 	l := &rollout.Lister{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(), StatefulSets: factory.Apps().V1().StatefulSets().Lister(),
 		Jobs: factory.Batch().V1().Jobs().Lister(), Pods: factory.Core().V1().Pods().Lister(), SchedulerName: "tailor"}
-	prof, err := profile.Load(manifests.SchedulerConfig, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, _, err := prof.NewFramework(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fw := profiletest.Example(t)
 	return &rolloutWorld{t: t, fw: fw, factory: factory, rs: rs, lister: l}
 }
 

@@ -14,8 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/tailor-eks/tailor/manifests"
-	"github.com/tailor-eks/tailor/pkg/profile"
+	"github.com/tailor-eks/tailor/pkg/profile/profiletest"
 	"github.com/tailor-eks/tailor/pkg/rollout"
 )
 
@@ -44,14 +43,7 @@ func TestUpcoming(t *testing.T) {
 	if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(started); err != nil {
 		t.Fatal(err)
 	}
-	prof, err := profile.Load(manifests.SchedulerConfig, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, _, err := prof.NewFramework(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fw := profiletest.Example(t)
 	clock := clocktesting.NewFakePassiveClock(time.Now())
 	u := &upcoming{handle: fw, clock: clock, rollouts: &rollout.Lister{ReplicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 		StatefulSets: factory.Apps().V1().StatefulSets().Lister(), Jobs: factory.Batch().V1().Jobs().Lister(),
