@@ -5,19 +5,25 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/profile"
 )
 
-// questions asks the planner where pods would go, with each pod's PreFilter state computed once
-// per pass.
+// questions asks the planner where pods would go, with a PreFilter state computed once per pass
+// for each set of alike pods.
 type questions struct {
 	ctx     context.Context
 	fw      *profile.Framework
 	s       *snapshot
 	cluster *planning.Cluster
-	states  map[*corev1.Pod]*planning.Pod
+	// states are the pass's PreFilter states of moving pods (nil: the pod cannot move), one per
+	// set of alike pods: the planner asks a class's state only of its first pod, and alike pods
+	// get the same state, so a pass over thousands of pods holds a handful of states, not one
+	// per pod. keys remembers each pod's key.
+	states map[stateKey]*planning.FilterState
+	keys   map[*corev1.Pod]stateKey
 	// planner is shared by the questions that may launch, so template nodes are built once.
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
@@ -33,8 +39,8 @@ type questions struct {
 
 // newQuestions sets the framework's snapshot to s and returns the pass's questions.
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
-	q := &questions{ctx: ctx, fw: fw, s: s, states: map[*corev1.Pod]*planning.Pod{}, planner: &planning.Planner{Templates: s.templates},
-		landing: map[string]bool{}}
+	q := &questions{ctx: ctx, fw: fw, s: s, states: map[stateKey]*planning.FilterState{}, keys: map[*corev1.Pod]stateKey{},
+		planner: &planning.Planner{Templates: s.templates}, landing: map[string]bool{}}
 	q.setCluster(s.pods)
 	return q
 }
@@ -62,11 +68,9 @@ func (q *questions) place() {
 	}
 	moving := make([]*planning.Pod, 0, len(q.s.arriving))
 	for _, p := range q.s.arriving {
-		state, err := q.fw.PreFilter(q.ctx, p)
-		if err != nil {
-			continue
+		if mp := q.moving(p); mp != nil {
+			moving = append(moving, mp)
 		}
-		moving = append(moving, planning.NewPod(p, &planning.FilterState{Plugins: q.fw, State: state, Pod: p}))
 	}
 	r := (&planning.Planner{}).Repack(q.ctx, q.cluster, nil, moving)
 	var placed []*corev1.Pod
@@ -95,19 +99,13 @@ func (q *questions) landed(node string) bool {
 // PreFilter runs.
 func (q *questions) couldLand(node string) bool {
 	if q.arriving == nil {
-		all := make([]*planning.Pod, len(q.s.arriving))
-		for i, p := range q.s.arriving {
-			all[i] = planning.NewPod(p, nil)
-		}
-		q.arriving = []*planning.Pod{}
-		for _, mp := range planning.Distinct(all) {
-			state, err := q.fw.PreFilter(q.ctx, mp.Pod)
-			if err != nil {
-				continue
+		all := make([]*planning.Pod, 0, len(q.s.arriving))
+		for _, p := range q.s.arriving {
+			if mp := q.moving(p); mp != nil {
+				all = append(all, mp)
 			}
-			mp.Filter = &planning.FilterState{Plugins: q.fw, State: state, Pod: mp.Pod}
-			q.arriving = append(q.arriving, mp)
 		}
+		q.arriving = append([]*planning.Pod{}, planning.Distinct(all)...)
 	}
 	for _, mp := range q.arriving {
 		if q.cluster.Fits(q.ctx, mp, node) {
@@ -126,16 +124,9 @@ func (q *questions) repack(templates []*planning.Template, ds []decision) *plann
 	for _, d := range ds {
 		removed = append(removed, d.node.node.Name)
 		for _, p := range d.evict {
-			mp, ok := q.states[p]
-			if !ok {
-				// Asked of an unbound copy: a bound pod fits only its own node.
-				c := boundTo(p, "")
-				state, err := q.fw.PreFilter(q.ctx, c)
-				if err != nil {
-					return nil
-				}
-				mp = planning.NewPod(c, &planning.FilterState{Plugins: q.fw, State: state, Pod: c})
-				q.states[p] = mp
+			mp := q.moving(p)
+			if mp == nil {
+				return nil
 			}
 			moving = append(moving, mp)
 		}
@@ -186,6 +177,65 @@ func (q *questions) cheaper(set []*candidate, templates []*planning.Template, mi
 	}
 	d.node, d.replacements = set[0].ownedNode, r.Nodes
 	return d, before, after, true
+}
+
+// moving is p as a pod to place, unbound (a bound pod fits only its own node), with the PreFilter
+// state of its alike pods; nil if PreFilter refuses it. The copy is the question's alone: the
+// pass keeps only the state.
+func (q *questions) moving(p *corev1.Pod) *planning.Pod {
+	c := p
+	if p.Spec.NodeName != "" {
+		c = boundTo(p, "")
+	}
+	mp := planning.NewPod(c, nil)
+	k, ok := q.keys[p]
+	if !ok {
+		k = keyOf(mp)
+		q.keys[p] = k
+	}
+	f, ok := q.states[k]
+	if !ok {
+		if state, err := q.fw.PreFilter(q.ctx, c); err == nil {
+			f = &planning.FilterState{Plugins: q.fw, State: state, Pod: c}
+		}
+		q.states[k] = f
+	}
+	if f == nil {
+		return nil
+	}
+	mp.Filter = f
+	return mp
+}
+
+// stateKey names the pods that share a PreFilter state: alike pods, except that a pod whose
+// PreFilter reads objects named after it (a generic ephemeral volume's claim, a claim made from
+// a ResourceClaim template) has a state of its own.
+type stateKey struct {
+	alike planning.AlikeKey
+	own   types.UID
+}
+
+func keyOf(p *planning.Pod) stateKey {
+	k := stateKey{alike: planning.Alike(p)}
+	if ownsObjects(p.Pod) {
+		k.own = p.Pod.UID
+	}
+	return k
+}
+
+// ownsObjects says whether the pod has objects made for it alone.
+func ownsObjects(p *corev1.Pod) bool {
+	for _, c := range p.Spec.ResourceClaims {
+		if c.ResourceClaimTemplateName != nil {
+			return true
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // boundTo is p as if bound to node ("": unbound), for the questions of a pass. It is a shallow

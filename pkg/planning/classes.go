@@ -76,17 +76,23 @@ type member struct {
 
 func (c *class) rep() *Pod { return c.members[0].pod }
 
-// Distinct keeps the first of each set of pods the Filter plugins and the packer see alike: the
-// same scheduling constraints and the same requests. A template's replicas are one pod.
+// AlikeKey is equal for pods the Filter plugins and the packer see alike: the same scheduling
+// constraints and the same requests. A template's replicas are alike.
+type AlikeKey struct {
+	class    uint64
+	requests string
+}
+
+// Alike is p's AlikeKey. Alike pods have the same PreFilter state on one snapshot, so one pod's
+// state serves them all.
+func Alike(p *Pod) AlikeKey { return AlikeKey{classKey(p), requestsKey(p.Requests)} }
+
+// Distinct keeps the first of each set of alike pods. A template's replicas are one pod.
 func Distinct(pods []*Pod) []*Pod {
-	type key struct {
-		class    uint64
-		requests string
-	}
-	seen := map[key]bool{}
+	seen := map[AlikeKey]bool{}
 	var out []*Pod
 	for _, p := range pods {
-		k := key{classKey(p), requestsKey(p.Requests)}
+		k := Alike(p)
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, p)
