@@ -238,17 +238,10 @@ func takeAll(budget map[string]int, d decision) {
 	}
 }
 
-// schedulable are the nodes pods could move to: Ready, not cordoned, not being disrupted or
+// schedulable says whether pods could move to n: Ready, not cordoned, not being disrupted or
 // replaced.
-func schedulable(nodes []*corev1.Node, excluded map[string]bool) []*corev1.Node {
-	out := make([]*corev1.Node, 0, len(nodes))
-	for _, n := range nodes {
-		if n.Spec.Unschedulable || disrupting(n) || excluded[n.Name] || !lifecycle.Ready(n) {
-			continue
-		}
-		out = append(out, n)
-	}
-	return out
+func schedulable(n *corev1.Node, excluded map[string]bool) bool {
+	return !n.Spec.Unschedulable && !disrupting(n) && !excluded[n.Name] && lifecycle.Ready(n)
 }
 
 func disrupting(n *corev1.Node) bool {

@@ -2,7 +2,6 @@ package consolidation
 
 import (
 	"context"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,8 +46,8 @@ func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *ques
 
 // setCluster makes pods (bound to the snapshot's nodes) the cluster the questions are asked of.
 func (q *questions) setCluster(pods []*corev1.Pod) {
-	q.fw.SetSnapshot(q.s.nodes, pods)
-	q.cluster = planning.NewCluster(schedulable(q.s.nodes, q.s.excluded), pods)
+	q.cluster = planning.NewCluster(q.s.nodes, pods, func(n *corev1.Node) bool { return schedulable(n, q.s.excluded) })
+	q.fw.SetNodeInfos(q.cluster.NodeInfos())
 	// A PreFilter state reads the snapshot it was computed on.
 	clear(q.states)
 }
@@ -73,15 +72,15 @@ func (q *questions) place() {
 		}
 	}
 	r := (&planning.Planner{}).Repack(q.ctx, q.cluster, nil, moving)
-	var placed []*corev1.Pod
 	for _, mp := range moving {
 		if node, ok := r.Moves[mp.Pod.UID]; ok {
-			placed = append(placed, boundTo(mp.Pod, node))
+			q.cluster.Bind(boundTo(mp.Pod, node))
 			q.landing[node] = true
 		}
 	}
-	if len(placed) > 0 {
-		q.setCluster(append(slices.Clip(q.s.pods), placed...))
+	if len(q.landing) > 0 {
+		// The states were computed before the pods were placed.
+		clear(q.states)
 	}
 }
 

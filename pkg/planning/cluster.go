@@ -7,16 +7,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // Cluster is the nodes that run now, with their pods, as the planner sees them when it repacks
 // pods onto them (consolidation asks: if these nodes went away, where would their pods go?).
 // Build it once per pass; Repack leaves it as it found it, so one Cluster serves many questions.
+// Its NodeInfos are also what the plugins' PreFilter reads (profile.Framework.SetNodeInfos): a
+// pass holds one NodeInfo per node, not a snapshot's and the planner's.
 type Cluster struct {
-	dims   *dims
+	dims *dims
+	// nodes are those pods may be repacked onto; byName indexes them.
 	nodes  []*clusterNode
 	byName map[string]*clusterNode
+	// all are every node, open to pods or not, by name; infos their NodeInfos in nodes' order.
+	all   map[string]*clusterNode
+	infos []fwk.NodeInfo
 }
 
 type clusterNode struct {
@@ -26,24 +33,42 @@ type clusterNode struct {
 	used     vec
 }
 
-// NewCluster indexes nodes and the pods bound to them (pods on other nodes are ignored).
-func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod) *Cluster {
-	cl := &Cluster{dims: newDims(), byName: make(map[string]*clusterNode, len(nodes))}
+// NewCluster indexes nodes and the pods bound to them (pods on other nodes are ignored). Pods
+// are repacked only onto the nodes open says yes to (nil: every node); the others' pods still
+// count for the plugins (topology spread, inter-pod affinity).
+func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node) bool) *Cluster {
+	cl := &Cluster{dims: newDims(), byName: map[string]*clusterNode{}, all: make(map[string]*clusterNode, len(nodes)),
+		infos: make([]fwk.NodeInfo, 0, len(nodes))}
 	for _, n := range nodes {
 		cn := &clusterNode{name: n.Name, info: filterInfo(n), capacity: cl.dims.vec(n.Status.Allocatable, false)}
-		cl.nodes = append(cl.nodes, cn)
-		cl.byName[n.Name] = cn
+		cl.all[n.Name] = cn
+		cl.infos = append(cl.infos, cn.info)
+		if open == nil || open(n) {
+			cl.nodes = append(cl.nodes, cn)
+			cl.byName[n.Name] = cn
+		}
 	}
 	for _, p := range pods {
-		cn, ok := cl.byName[p.Spec.NodeName]
-		if !ok {
-			continue
-		}
-		cn.info.AddPod(p)
-		cn.used = cn.used.add(cl.dims.vec(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), true))
+		cl.Bind(p)
 	}
 	return cl
 }
+
+// Bind adds p, bound to one of the cluster's nodes, to that node; a pod bound elsewhere is
+// ignored. A PreFilter state computed before reads the cluster as it was.
+func (cl *Cluster) Bind(p *corev1.Pod) {
+	cn, ok := cl.all[p.Spec.NodeName]
+	if !ok {
+		return
+	}
+	cn.info.AddPod(p)
+	cn.used = cn.used.add(cl.dims.vec(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), true))
+}
+
+// NodeInfos are every node's NodeInfo, with its pods. Their allocatable is inflated (see
+// filterInfo): the planner's own arithmetic decides room, so a PreFilter plugin that reads
+// free room from the snapshot (Coscheduling's minResources) sees room without bound.
+func (cl *Cluster) NodeInfos() []fwk.NodeInfo { return cl.infos }
 
 // Fits says whether p fits the cluster's node as it is now: its requests within the node's free
 // room, and the Filter plugins letting it on.

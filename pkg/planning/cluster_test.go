@@ -69,7 +69,7 @@ func TestRepack(t *testing.T) {
 				c.Spec.NodeName = ""
 				moving = append(moving, NewPod(c, filterFor(t, c)))
 			}
-			cl := NewCluster([]*corev1.Node{nodeA, nodeB}, all)
+			cl := NewCluster([]*corev1.Node{nodeA, nodeB}, all, nil)
 			planner := &Planner{}
 			if tc.templates {
 				planner = pl
@@ -126,14 +126,14 @@ func TestRepackAsksTheTemplatesOncePerCluster(t *testing.T) {
 		}
 		return counter.calls - before
 	}
-	cl := NewCluster(nodes, nil)
+	cl := NewCluster(nodes, nil, nil)
 	if first := asked(cl, "first"); first < len(pl.Templates) {
 		t.Fatalf("the first question filtered %d templates, fewer than the %d there are", first, len(pl.Templates))
 	}
 	if again := asked(cl, "again"); again >= len(pl.Templates) {
 		t.Errorf("a second question of the same cluster filtered %d templates again", again)
 	}
-	if fresh := asked(NewCluster(nodes, nil), "fresh"); fresh < len(pl.Templates) {
+	if fresh := asked(NewCluster(nodes, nil, nil), "fresh"); fresh < len(pl.Templates) {
 		t.Errorf("a new cluster's question filtered %d templates, fewer than the %d there are", fresh, len(pl.Templates))
 	}
 }
@@ -143,7 +143,14 @@ func TestClusterFits(t *testing.T) {
 	large := m5LargeIn1a(t)
 	running := pod(t, "running", "1", "1Gi", nil)
 	running.Pod.Spec.NodeName = "a"
-	cl := NewCluster([]*corev1.Node{nodeNamed(large, "a")}, []*corev1.Pod{running.Pod})
+	closedPod := pod(t, "closed-running", "1", "1Gi", nil)
+	closedPod.Pod.Spec.NodeName = "closed"
+	cl := NewCluster([]*corev1.Node{nodeNamed(large, "a"), nodeNamed(large, "closed")}, []*corev1.Pod{running.Pod, closedPod.Pod},
+		func(n *corev1.Node) bool { return n.Name != "closed" })
+	// A node closed to pods still counts for the plugins, with its pods.
+	if infos := cl.NodeInfos(); len(infos) != 2 || infos[1].Node().Name != "closed" || len(infos[1].GetPods()) != 1 {
+		t.Fatalf("NodeInfos: %d, want both nodes, the closed one with its pod", len(infos))
+	}
 	for _, tt := range []struct {
 		name string
 		pod  *Pod
@@ -154,6 +161,7 @@ func TestClusterFits(t *testing.T) {
 		{"more cpu than is left", pod(t, "big", "1500m", "1Gi", nil), "a", false},
 		{"a node selector the node does not match", pod(t, "arm", "100m", "128Mi", map[string]string{corev1.LabelArchStable: "arm64"}), "a", false},
 		{"a node not in the cluster", pod(t, "small", "100m", "128Mi", nil), "z", false},
+		{"a node closed to pods", pod(t, "small", "100m", "128Mi", nil), "closed", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := cl.Fits(context.Background(), tt.pod, tt.node); got != tt.want {

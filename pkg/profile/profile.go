@@ -156,6 +156,13 @@ func (f *Framework) SetSnapshot(nodes []*corev1.Node, pods []*corev1.Pod) {
 	f.lister.snapshot = cache.NewSnapshot(onNodes(pods, nodes), nodes)
 }
 
+// SetNodeInfos makes infos the cluster the plugins see. They stay the caller's, who built them
+// (planning.Cluster's, so that a consolidation pass holds one NodeInfo per node, not two) and may
+// add pods to them between plugin calls. Each must have its Node, as SetSnapshot ensures.
+func (f *Framework) SetNodeInfos(infos []fwk.NodeInfo) {
+	f.lister.snapshot = newInfoLister(infos)
+}
+
 // onNodes returns the pods bound to one of nodes.
 func onNodes(pods []*corev1.Pod, nodes []*corev1.Node) []*corev1.Pod {
 	names := make(map[string]bool, len(nodes))
@@ -191,7 +198,7 @@ func (f *Framework) PreFilter(ctx context.Context, pod *corev1.Pod) (state fwk.C
 }
 
 // snapshotLister lets the snapshot change under a framework built once.
-type snapshotLister struct{ snapshot *cache.Snapshot }
+type snapshotLister struct{ snapshot framework.SharedLister }
 
 func (l *snapshotLister) NodeInfos() framework.NodeInfoLister       { return l.snapshot.NodeInfos() }
 func (l *snapshotLister) StorageInfos() framework.StorageInfoLister { return l.snapshot.StorageInfos() }
