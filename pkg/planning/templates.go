@@ -58,6 +58,8 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 		for _, z := range zones[pool.Name] {
 			allowedZones[z] = true
 		}
+		// Every template of the pool has its taints; nothing changes a template's node.
+		taints := nodeshape.TemplateTaints(pool)
 		allowedCT := map[cloud.CapacityType]bool{}
 		for _, ct := range pool.CapacityTypes {
 			allowedCT[cloud.CapacityType(ct)] = true
@@ -72,7 +74,7 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 					shapes[ti] = &typeShape{alloc: catalog.Allocatable(it), capacity: catalog.Capacity(it), labels: catalog.Labels(it)}
 				}
 				sh := shapes[ti]
-				node := templateNode(pool, sh.labels, off, sh.capacity, sh.alloc)
+				node := templateNode(pool, sh.labels, off, sh.capacity, sh.alloc, taints)
 				if !sel.Match(node) {
 					continue
 				}
@@ -104,19 +106,18 @@ func poolSelector(pool *config.Pool) (*nodeaffinity.NodeSelector, error) {
 
 // templateNode is the Node a real instance of the offering would register as: its labels and
 // taints are nodeshape's, as launch and registration put them on the real node.
-func templateNode(pool *config.Pool, typeLabels map[string]string, off cloud.Offering, capacity, alloc corev1.ResourceList) *corev1.Node {
+func templateNode(pool *config.Pool, typeLabels map[string]string, off cloud.Offering, capacity, alloc corev1.ResourceList, taints []corev1.Taint) *corev1.Node {
 	labels := nodeshape.TemplateLabels(pool, typeLabels, off.Zone, string(off.CapacityType))
 	labels[corev1.LabelHostname] = TemplateNodeName
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: TemplateNodeName, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: nodeshape.TemplateTaints(pool)},
-		Status: corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: alloc,
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: alloc, Conditions: ready},
 	}
 }
+
+// ready are the conditions of every template's node, shared as templates number in thousands.
+var ready = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 
 // nodeNamed copies a template's node under a planned node's own name and hostname, so hostname
 // topology sees each planned node as distinct.
