@@ -134,10 +134,12 @@ lint: $(HELM)
 	$(HELM) lint --strict $(CHART) --set settings.clusterName=lint
 	$(TERRAFORM) fmt -check -recursive manifests/terraform
 
-## codegen: regenerate deepcopy, conversion and defaults for apis/
+## codegen: regenerate deepcopy, conversion and defaults for apis/, and the Claim's clients in pkg/generated
 codegen:
 	GOBIN=$(BIN) $(GO) install k8s.io/code-generator/cmd/deepcopy-gen@$(CODEGEN_VERSION) \
-	  k8s.io/code-generator/cmd/conversion-gen@$(CODEGEN_VERSION) k8s.io/code-generator/cmd/defaulter-gen@$(CODEGEN_VERSION)
+	  k8s.io/code-generator/cmd/conversion-gen@$(CODEGEN_VERSION) k8s.io/code-generator/cmd/defaulter-gen@$(CODEGEN_VERSION) \
+	  k8s.io/code-generator/cmd/client-gen@$(CODEGEN_VERSION) k8s.io/code-generator/cmd/lister-gen@$(CODEGEN_VERSION) \
+	  k8s.io/code-generator/cmd/informer-gen@$(CODEGEN_VERSION)
 	BIN=$(BIN) hack/update-codegen.sh
 
 clean:

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/tailor-eks/tailor/cmd/internal/simrun"
 	"github.com/tailor-eks/tailor/pkg/dryrun"
+	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
@@ -102,7 +102,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		b.vanillaRSS = watchPeakRSS(ctx, b.vanilla.PID())
 		b.vanilla.CancelOnExit(ctx, cancel)
 	}
-	rec := newRecorder(b.e.Client, dynamic.NewForConfigOrDie(b.e.CP.Config), b.o.namespace)
+	rec := newRecorder(b.e.Client, versioned.NewForConfigOrDie(b.e.CP.Config), b.o.namespace)
 	if err := rec.start(ctx); err != nil {
 		return nil, err
 	}

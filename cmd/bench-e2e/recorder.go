@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned"
 )
 
 // recorder watches the burst's pods, the claims and the nodes, and stamps what it sees with
@@ -47,12 +47,12 @@ type recorder struct {
 	changes int
 }
 
-func newRecorder(client kubernetes.Interface, dyn dynamic.Interface, namespace string) *recorder {
+func newRecorder(client kubernetes.Interface, claimsClient versioned.Interface, namespace string) *recorder {
 	return &recorder{
 		namespace: namespace,
 		pods:      informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace)),
 		nodes:     informers.NewSharedInformerFactory(client, 0),
-		claims:    claims.NewStoreForClient(dyn),
+		claims:    claims.NewStoreForClient(claimsClient),
 		created:   map[types.UID]time.Time{}, names: map[types.UID]string{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
 		daemon: map[types.UID]bool{}, evicted: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]string{},
 		claimLaunched: map[string]time.Time{}, claimRegistered: map[string]time.Time{},

@@ -11,44 +11,50 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned"
+	tailorv1alpha1 "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/typed/tailor/v1alpha1"
+	informers "github.com/tailor-eks/tailor/pkg/generated/informers/externalversions/tailor/v1alpha1"
+	listers "github.com/tailor-eks/tailor/pkg/generated/listers/tailor/v1alpha1"
 )
 
 const byInstanceID = "instanceID"
 
-// Store is a cached, typed view of claims.
+// Store is a cached, typed view of claims, on the generated clientset and informer. Every read
+// hands out the caller's own copy, which it may change and write back.
 type Store struct {
-	client   dynamic.ResourceInterface
+	client   tailorv1alpha1.ClaimInterface
 	informer cache.SharedIndexInformer
+	lister   listers.ClaimLister
 }
 
 // NewStore builds a store; call Run before reading from it.
 func NewStore(cfg *rest.Config) (*Store, error) {
-	dc, err := dynamic.NewForConfig(cfg)
+	// A custom resource speaks JSON only; the scheduler's kubeconfig asks for protobuf.
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	cs, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return NewStoreForClient(dc), nil
+	return NewStoreForClient(cs), nil
 }
 
-// NewStoreForClient builds a store on a dynamic client (NewStore's, or a test's).
-func NewStoreForClient(dc dynamic.Interface) *Store {
-	inf := dynamicinformer.NewFilteredDynamicInformer(dc, v1alpha1.ClaimResource, metav1.NamespaceAll, 10*time.Minute,
-		cache.Indexers{byInstanceID: func(obj interface{}) ([]string, error) {
-			c, err := FromUnstructured(obj)
-			if err != nil || c.Status.InstanceID == "" {
-				return nil, nil
-			}
+// NewStoreForClient builds a store on a clientset (NewStore's, or a test's fake).
+func NewStoreForClient(cs versioned.Interface) *Store {
+	inf := informers.NewClaimInformer(cs, 10*time.Minute, cache.Indexers{byInstanceID: func(obj interface{}) ([]string, error) {
+		if c, ok := obj.(*v1alpha1.Claim); ok && c.Status.InstanceID != "" {
 			return []string{c.Status.InstanceID}, nil
-		}}, nil)
-	return &Store{client: dc.Resource(v1alpha1.ClaimResource), informer: inf.Informer()}
+		}
+		return nil, nil
+	}})
+	return &Store{client: cs.TailorV1alpha1().Claims(), informer: inf, lister: listers.NewClaimLister(inf.GetIndexer())}
 }
 
 // Run starts the informer and waits for its first list.
@@ -60,18 +66,19 @@ func (s *Store) Run(ctx context.Context) error {
 	return nil
 }
 
-// AddEventHandler registers h for claim changes; objects are *v1alpha1.Claim or tombstones.
+// AddEventHandler registers h for claim changes; objects are *v1alpha1.Claim (a deleted claim's
+// last known state for a tombstone), copies h may keep or change.
 func (s *Store) AddEventHandler(h cache.ResourceEventHandlerFuncs) error {
 	_, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
-			if c, err := FromUnstructured(obj); err == nil && h.AddFunc != nil {
+			if c, ok := copyOf(obj); ok && h.AddFunc != nil {
 				h.AddFunc(c)
 			}
 		},
 		UpdateFunc: func(old, obj interface{}) {
-			o, err1 := FromUnstructured(old)
-			c, err2 := FromUnstructured(obj)
-			if err1 == nil && err2 == nil && h.UpdateFunc != nil {
+			o, ok1 := copyOf(old)
+			c, ok2 := copyOf(obj)
+			if ok1 && ok2 && h.UpdateFunc != nil {
 				h.UpdateFunc(o, c)
 			}
 		},
@@ -79,7 +86,7 @@ func (s *Store) AddEventHandler(h cache.ResourceEventHandlerFuncs) error {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			if c, err := FromUnstructured(obj); err == nil && h.DeleteFunc != nil {
+			if c, ok := copyOf(obj); ok && h.DeleteFunc != nil {
 				h.DeleteFunc(c)
 			}
 		},
@@ -87,25 +94,34 @@ func (s *Store) AddEventHandler(h cache.ResourceEventHandlerFuncs) error {
 	return err
 }
 
+func copyOf(obj interface{}) (*v1alpha1.Claim, bool) {
+	c, ok := obj.(*v1alpha1.Claim)
+	if !ok {
+		return nil, false
+	}
+	return c.DeepCopy(), true
+}
+
 // List returns every cached claim.
 func (s *Store) List() []*v1alpha1.Claim {
-	var out []*v1alpha1.Claim
-	for _, obj := range s.informer.GetStore().List() {
-		if c, err := FromUnstructured(obj); err == nil {
-			out = append(out, c)
-		}
+	cached, err := s.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	out := make([]*v1alpha1.Claim, len(cached))
+	for i, c := range cached {
+		out[i] = c.DeepCopy()
 	}
 	return out
 }
 
 // Get returns a cached claim.
 func (s *Store) Get(name string) (*v1alpha1.Claim, bool) {
-	obj, ok, err := s.informer.GetStore().GetByKey(name)
-	if err != nil || !ok {
+	c, err := s.lister.Get(name)
+	if err != nil {
 		return nil, false
 	}
-	c, err := FromUnstructured(obj)
-	return c, err == nil
+	return c.DeepCopy(), true
 }
 
 // ByInstanceID returns the cached claim of an instance.
@@ -114,56 +130,31 @@ func (s *Store) ByInstanceID(id string) (*v1alpha1.Claim, bool) {
 	if err != nil || len(objs) == 0 {
 		return nil, false
 	}
-	c, err := FromUnstructured(objs[0])
-	return c, err == nil
+	c, ok := objs[0].(*v1alpha1.Claim)
+	if !ok {
+		return nil, false
+	}
+	return c.DeepCopy(), true
 }
 
 // Fetch reads a claim from the API server, bypassing the cache.
 func (s *Store) Fetch(ctx context.Context, name string) (*v1alpha1.Claim, error) {
-	u, err := s.client.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return FromUnstructured(u)
+	return s.client.Get(ctx, name, metav1.GetOptions{})
 }
 
 // Create writes a new claim (its status is ignored by the API server; set it with UpdateStatus).
 func (s *Store) Create(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
-	u, err := toUnstructured(c)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.Create(ctx, u, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return FromUnstructured(out)
+	return s.client.Create(ctx, c, metav1.CreateOptions{})
 }
 
 // Update writes the claim's spec (and metadata).
 func (s *Store) Update(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
-	u, err := toUnstructured(c)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.Update(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return FromUnstructured(out)
+	return s.client.Update(ctx, c, metav1.UpdateOptions{})
 }
 
 // UpdateStatus writes the claim's status.
 func (s *Store) UpdateStatus(ctx context.Context, c *v1alpha1.Claim) (*v1alpha1.Claim, error) {
-	u, err := toUnstructured(c)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return FromUnstructured(out)
+	return s.client.UpdateStatus(ctx, c, metav1.UpdateOptions{})
 }
 
 // Delete removes a claim whose instance Tailor has dealt with (terminated, or never launched):
@@ -184,16 +175,16 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 // then goes).
 func (s *Store) RemoveFinalizer(ctx context.Context, name string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := s.client.Get(ctx, name, metav1.GetOptions{})
+		c, err := s.client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		fins := slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == v1alpha1.FinalizerTermination })
-		if len(fins) == len(u.GetFinalizers()) {
+		fins := slices.DeleteFunc(slices.Clone(c.Finalizers), func(f string) bool { return f == v1alpha1.FinalizerTermination })
+		if len(fins) == len(c.Finalizers) {
 			return nil
 		}
-		u.SetFinalizers(fins)
-		_, err = s.client.Update(ctx, u, metav1.UpdateOptions{})
+		c.Finalizers = fins
+		_, err = s.client.Update(ctx, c, metav1.UpdateOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -202,7 +193,7 @@ func (s *Store) RemoveFinalizer(ctx context.Context, name string) error {
 	return err
 }
 
-// FromUnstructured converts an informer object into a typed claim.
+// FromUnstructured converts a dynamic client's object into a typed claim.
 func FromUnstructured(obj interface{}) (*v1alpha1.Claim, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -213,14 +204,4 @@ func FromUnstructured(obj interface{}) (*v1alpha1.Claim, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func toUnstructured(c *v1alpha1.Claim) (*unstructured.Unstructured, error) {
-	c = c.DeepCopy()
-	c.APIVersion, c.Kind = v1alpha1.SchemeGroupVersion.String(), "Claim"
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }

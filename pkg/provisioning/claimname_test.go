@@ -7,28 +7,25 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
 )
 
 // The API server writes a claim but its answer is lost (a timeout): the retry, for the same
 // pods, finds that claim by its name instead of creating a second one. A retry for other pods,
 // or one after the first claim failed or its node registered, is a new claim.
 func TestCreateClaimAfterLostAnswer(t *testing.T) {
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.ClaimResource: "ClaimList"})
+	client := fake.NewSimpleClientset()
 	lose, generated := true, 0
 	client.PrependReactor("create", "claims", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj := a.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
-		if obj.GetName() == "" {
+		obj := a.(k8stesting.CreateAction).GetObject().(*v1alpha1.Claim)
+		if obj.Name == "" {
 			generated++ // the fake does not generate names
-			obj.SetName(obj.GetGenerateName() + "generated-" + strconv.Itoa(generated))
+			obj.Name = obj.GenerateName + "generated-" + strconv.Itoa(generated)
 		}
 		if err := client.Tracker().Create(v1alpha1.ClaimResource, obj, ""); err != nil {
 			return true, nil, err
@@ -49,7 +46,7 @@ func TestCreateClaimAfterLostAnswer(t *testing.T) {
 		return c
 	}
 	count := func() int {
-		list, err := client.Resource(v1alpha1.ClaimResource).List(ctx, metav1.ListOptions{})
+		list, err := client.TailorV1alpha1().Claims().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +23,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/fake"
+	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
@@ -47,9 +45,8 @@ func newLauncherWorld(t *testing.T) *launcherWorld {
 	fc := fake.New([]cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192,
 		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
 		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"})
-	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{v1alpha1.ClaimResource: "ClaimList"})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(dc), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
+	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(claimsfake.NewSimpleClientset()), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
 		Pods: corelisters.NewPodLister(pods), Activate: func([]*corev1.Pod) {}, Offerings: offerings.New(offerings.Options{Args: args, Cloud: fc})}
 	return &launcherWorld{l: NewLauncher(o), cloud: fc, pods: pods}
 }
