@@ -42,6 +42,7 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
+	judgedAt := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	owned := func(kind string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: ptrTrue()}}
 	}
@@ -80,10 +81,16 @@ func TestJudge(t *testing.T) {
 		}), nil, evict},
 		{"PDB at zero blocks", pod(func(*corev1.Pod) {}), []*policyv1.PodDisruptionBudget{pdb(0)}, block},
 		{"PDB with room", pod(func(*corev1.Pod) {}), []*policyv1.PodDisruptionBudget{pdb(1)}, evict},
+		{"terminating a while is waited for", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: judgedAt.Add(-stuckTerminatingAfter + time.Second)}
+		}), nil, evict},
+		{"terminating past the limit stays", pod(func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: judgedAt.Add(-stuckTerminatingAfter - time.Second)}
+		}), nil, skip},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, why := judge(tc.pod, tc.pdbs); got != tc.want || (got == block) != (why != "") {
+			if got, why := judge(tc.pod, tc.pdbs, judgedAt); got != tc.want || (got == block) != (why != "") {
 				t.Errorf("judge = %v (%q), want %v", got, why, tc.want)
 			}
 		})

@@ -250,7 +250,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 			c.deletionStep(ctx, o, podsOn[o.node.Name])
 		case disrupting(o.node) && interruption(o.node) != "":
 			draining = true
-			c.forcedDrainStep(ctx, o, podsOn[o.node.Name], interruptedDecision(o, nil), false)
+			c.forcedDrainStep(ctx, o, podsOn[o.node.Name], interruptedDecision(o, nil, s.now), false)
 		case disrupting(o.node):
 			draining = true
 			c.drainStep(ctx, o, podsOn[o.node.Name])
@@ -369,7 +369,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	// over, or a pass that missed a short burst, sees it on the claims.
 	s.scaledUpAt = lastScaleUp(claims, c.scaledUpAt)
 	s.creating = len(owing) > 0
-	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs)...)
+	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs, s.now)...)
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
 	// Nodes waiting for their replacements count against the budget as if already draining.
 	replaced := map[string]bool{}
@@ -459,7 +459,7 @@ func (c *Controller) waitsForNode(p *corev1.Pod) bool {
 
 // leavingDrainedNodes are unbound copies of the pods a drain under way will evict: they need
 // room elsewhere as much as pending pods do.
-func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*corev1.Pod {
+func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) []*corev1.Pod {
 	going := map[string]bool{}
 	for _, n := range nodes {
 		if disrupting(n) || n.DeletionTimestamp != nil {
@@ -474,7 +474,7 @@ func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*polic
 		if !going[p.Spec.NodeName] || p.DeletionTimestamp != nil {
 			continue
 		}
-		if v, _ := judge(p, pdbs); v == skip {
+		if v, _ := judge(p, pdbs, now); v == skip {
 			continue
 		}
 		out = append(out, boundTo(p, ""))

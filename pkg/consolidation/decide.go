@@ -200,7 +200,7 @@ func candidates(s *snapshot) ([]*candidate, []skipped) {
 		}
 		blocked := ""
 		for _, p := range c.pods {
-			switch v, why := judge(p, s.pdbs); v {
+			switch v, why := judge(p, s.pdbs, s.now); v {
 			case evict:
 				c.evict = append(c.evict, p)
 			case block:

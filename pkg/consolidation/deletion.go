@@ -48,10 +48,10 @@ func (c *Controller) forcedDrainStep(ctx context.Context, o *ownedNode, pods []*
 	var toEvict []*corev1.Pod
 	waiting := 0
 	for _, p := range pods {
-		if v, _ := judge(p, nil); v == skip {
+		if v, _ := judge(p, nil, c.now()); v == skip {
 			continue
 		}
-		if v, why := doNotDisrupt(p, nil); waitDoNotDisrupt && v == block {
+		if v, why := doNotDisrupt(p, ruleInput{}); waitDoNotDisrupt && v == block {
 			waiting++
 			c.eventOnce(o.node, "DeletionWaiting", "Tailor waits to delete this node: "+why)
 			continue

@@ -76,7 +76,7 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 	}
 	var remaining []*corev1.Pod
 	for _, p := range pods {
-		switch v, why := judge(p, nil); v {
+		switch v, why := judge(p, nil, c.now()); v {
 		case block:
 			c.rollback(ctx, o, "a pod arrived that blocks it: "+why)
 			return
@@ -143,7 +143,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 			return
 		}
 		for i := range live.Items {
-			if v, _ := judge(&live.Items[i], nil); v != skip {
+			if v, _ := judge(&live.Items[i], nil, c.now()); v != skip {
 				if disruptedBy(o.node) == methodEmpty {
 					c.rollback(ctx, o, arrivedOnEmpty(&live.Items[i]))
 				}

@@ -140,10 +140,10 @@ func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) err
 
 // interruptedDecision is the decision of an interrupted node: every pod but those that stay
 // with the node (DaemonSet, mirror, finished) leaves, whatever would block a consolidation.
-func interruptedDecision(o *ownedNode, pods []*corev1.Pod) decision {
+func interruptedDecision(o *ownedNode, pods []*corev1.Pod, now time.Time) decision {
 	var evict []*corev1.Pod
 	for _, p := range pods {
-		if v, _ := judge(p, nil); v != skip {
+		if v, _ := judge(p, nil, now); v != skip {
 			evict = append(evict, p)
 		}
 	}

@@ -10,7 +10,7 @@ func (interruptionMethod) wants(_ *snapshot, c *candidate) bool { return interru
 func (interruptionMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 	out := make([]decision, 0, len(cs))
 	for _, c := range cs {
-		d := interruptedDecision(c.ownedNode, c.pods)
+		d := interruptedDecision(c.ownedNode, c.pods, p.s.now)
 		p.questions().replaceIfNeeded(p.s.templates, &d)
 		out = append(out, d)
 	}

@@ -25,21 +25,29 @@ const (
 	block
 )
 
-type podRule func(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string)
+// ruleInput is what a rule may look at besides the pod: the cluster's PodDisruptionBudgets (nil:
+// budgets are not asked) and the time of the judgement.
+type ruleInput struct {
+	pdbs []*policyv1.PodDisruptionBudget
+	now  time.Time
+}
+
+type podRule func(p *corev1.Pod, in ruleInput) (verdict, string)
 
 var podRules = []podRule{finished, stuckTerminating, mirror, daemonSet, doNotDisrupt, bare, localStorage, pdbAllowsNone}
 
-// judge applies the rules to one pod.
-func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string) {
+// judge applies the rules to one pod at now.
+func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (verdict, string) {
+	in := ruleInput{pdbs: pdbs, now: now}
 	for _, r := range podRules {
-		if v, why := r(p, pdbs); v != evict {
+		if v, why := r(p, in); v != evict {
 			return v, why
 		}
 	}
 	return evict, ""
 }
 
-func finished(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func finished(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return skip, ""
 	}
@@ -51,42 +59,42 @@ func finished(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string
 // wedged, and the node going away cannot hurt it further.
 const stuckTerminatingAfter = time.Minute
 
-func stuckTerminating(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
-	if p.DeletionTimestamp != nil && time.Since(p.DeletionTimestamp.Time) > stuckTerminatingAfter {
+func stuckTerminating(p *corev1.Pod, in ruleInput) (verdict, string) {
+	if p.DeletionTimestamp != nil && in.now.Sub(p.DeletionTimestamp.Time) > stuckTerminatingAfter {
 		return skip, ""
 	}
 	return evict, ""
 }
 
-func mirror(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func mirror(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return skip, ""
 	}
 	return evict, ""
 }
 
-func daemonSet(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func daemonSet(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if c := metav1.GetControllerOf(p); c != nil && c.Kind == "DaemonSet" {
 		return skip, ""
 	}
 	return evict, ""
 }
 
-func doNotDisrupt(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func doNotDisrupt(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if p.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
 		return block, fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1alpha1.AnnotationDoNotDisrupt)
 	}
 	return evict, ""
 }
 
-func bare(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func bare(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if metav1.GetControllerOf(p) == nil {
 		return block, fmt.Sprintf("pod %s/%s has no controller to recreate it", p.Namespace, p.Name)
 	}
 	return evict, ""
 }
 
-func localStorage(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, string) {
+func localStorage(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if p.Annotations[v1alpha1.AnnotationSafeToEvict] == "true" || p.Annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true" {
 		return evict, ""
 	}
@@ -98,8 +106,8 @@ func localStorage(p *corev1.Pod, _ []*policyv1.PodDisruptionBudget) (verdict, st
 	return evict, ""
 }
 
-func pdbAllowsNone(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (verdict, string) {
-	for _, pdb := range pdbs {
+func pdbAllowsNone(p *corev1.Pod, in ruleInput) (verdict, string) {
+	for _, pdb := range in.pdbs {
 		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
 			continue
 		}

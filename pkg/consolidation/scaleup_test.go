@@ -136,7 +136,7 @@ func TestDecideLeavesRoomForArrivingPods(t *testing.T) {
 			pods:  pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"), w.pod("r", "d", "2500m")),
 			arriving: func(s *snapshot) []*corev1.Pod {
 				s.excluded["d"] = true
-				return leavingDrainedNodes(s.nodes, s.pods, nil)
+				return leavingDrainedNodes(s.nodes, s.pods, nil, s.now)
 			},
 			want: "replace b (1 pods, 1 new)"},
 	}
