@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -21,19 +20,19 @@ func TestStoreHandsOutCopies(t *testing.T) {
 	claim := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "general-a"}, Spec: v1alpha1.ClaimSpec{Pool: "general"},
 		Status: v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimLaunched, InstanceID: "i-1"}}
 	s := NewStoreForClient(fake.NewSimpleClientset(claim))
-	var seen []*v1alpha1.Claim
-	if err := s.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) { seen = append(seen, obj.(*v1alpha1.Claim)) }}); err != nil {
+	added := make(chan *v1alpha1.Claim, 1)
+	if err := s.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) { added <- obj.(*v1alpha1.Claim) }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return len(seen) == 1, nil
-	}); err != nil {
-		t.Fatalf("the handler saw %d adds, want 1", len(seen))
+	select {
+	case c := <-added:
+		c.Spec.Pool = "changed by the handler"
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler saw no add")
 	}
-	seen[0].Spec.Pool = "changed by the handler"
 
 	reads := []struct {
 		name string
