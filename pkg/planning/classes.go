@@ -37,7 +37,9 @@ type class struct {
 	minReq vec
 	// compatible lists indexes into the planner's templates that accept the class, restricted
 	// to the highest-weight pool that has any; compatibleSet is the same as a set.
-	compatible    []int
+	compatible []int
+	// closedBy are the reasons of the closed pools whose templates accepted the class.
+	closedBy      []string
 	compatibleSet map[int]bool
 	// tierSet is compatibleSet before a plan's excluded types left it: nodes are opened on
 	// compatible templates only, but finished on the cheapest of the tier, so a plan that

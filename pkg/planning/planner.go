@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -23,6 +24,9 @@ import (
 type Plan struct {
 	Nodes         []*PlannedNode
 	Unschedulable []Unschedulable
+	// Diverted are the planned pods a closed pool (Planner.Closed) would have taken, with its
+	// reasons: they went to the next pool by weight.
+	Diverted []Diverted
 
 	// For LowerBound.
 	templates []*Template
@@ -32,6 +36,12 @@ type Plan struct {
 	lpPacked bool
 	// state is the plan state that made the plan, until Plan.repacked.
 	state *planState
+}
+
+// Diverted is a pod planned past a closed pool, and why that pool was closed.
+type Diverted struct {
+	Pod     *corev1.Pod
+	Reasons []string
 }
 
 // PricePerHour is the plan's total.
@@ -68,6 +78,9 @@ type Planner struct {
 	Templates []*Template
 	// MaxAlternatives bounds how many types a planned node offers the launch (default 10).
 	MaxAlternatives int
+	// Closed are the pools that may launch nothing now, and why (at a limit): their templates
+	// leave a class before its pool tier is chosen, so its pods go to the next pool by weight.
+	Closed map[string]string
 
 	// infos caches the template nodes the Filter plugins see; they never change.
 	infos []*framework.NodeInfo
@@ -233,8 +246,17 @@ func (ps *planState) run(pods []*Pod) *Plan {
 		ps.mix = ps.newMix(rest)
 	}
 	for _, c := range classes {
+		if len(c.closedBy) > 0 && len(c.compatible) > 0 {
+			for _, m := range c.members {
+				plan.Diverted = append(plan.Diverted, Diverted{Pod: m.pod.Pod, Reasons: c.closedBy})
+			}
+		}
 		if len(c.compatible) == 0 && ps.cluster == nil {
 			reason := ps.pl.explain(c.rep().Requests, c.reasons)
+			if len(c.closedBy) > 0 {
+				// Pools that would take the pods are closed; the open ones refuse them.
+				reason = strings.Join(c.closedBy, "; ")
+			}
 			for _, m := range c.members {
 				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: m.pod.Pod, Reason: reason})
 			}
@@ -381,10 +403,11 @@ func (ps *planState) classify(pods []*Pod) []*class {
 			}
 		}
 		c.reasons = v.reasons
-		// The pool tier comes from every template the class accepts; excluded types leave it
-		// (and leave the class no template if they were all it had), never move it to a
-		// lower-weight pool.
-		c.compatible = ps.topTier(c, v.accepted)
+		accepted := ps.inOpenPools(c, v.accepted)
+		// The pool tier comes from every template the class accepts in an open pool; excluded
+		// types leave it (and leave the class no template if they were all it had), never move
+		// it to a lower-weight pool.
+		c.compatible = ps.topTier(c, accepted)
 		c.tierSet = make(map[int]bool, len(c.compatible))
 		for _, ti := range c.compatible {
 			c.tierSet[ti] = true
@@ -417,6 +440,33 @@ func (ps *planState) classify(pods []*Pod) []*class {
 		return size(classes[i].rep().Requests) > size(classes[j].rep().Requests)
 	})
 	return classes
+}
+
+// inOpenPools keeps the accepted templates whose pool is not closed. A class left with none says why:
+// each closed pool's reason counts as the refusal of its templates.
+func (ps *planState) inOpenPools(c *class, accepted []int) []int {
+	if len(ps.pl.Closed) == 0 {
+		return accepted
+	}
+	out := make([]int, 0, len(accepted))
+	var shut map[string]int
+	for _, ti := range accepted {
+		why, closed := ps.pl.Closed[ps.pl.Templates[ti].Pool.Name]
+		if !closed {
+			out = append(out, ti)
+			continue
+		}
+		if shut == nil {
+			shut = map[string]int{}
+		}
+		shut[why]++
+	}
+	c.closedBy = slices.Sorted(maps.Keys(shut))
+	if len(out) == 0 && len(shut) > 0 {
+		c.reasons = maps.Clone(c.reasons)
+		maps.Copy(c.reasons, shut)
+	}
+	return out
 }
 
 // skewOnly says whether a template refused a spread class only for the skew its zone (or other

@@ -126,6 +126,51 @@ func TestPoolWeightWins(t *testing.T) {
 	}
 }
 
+// A closed pool (at its limit) leaves the tier before it is chosen: its pods go to the next pool
+// by weight in the same plan, and say so; with every pool that takes them closed, they are
+// unschedulable for the closed pools' reasons.
+func TestClosedPoolHandsItsPodsToTheNextByWeight(t *testing.T) {
+	pools := []config.Pool{
+		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+	}
+	const full = "pool preferred is at its cpu limit"
+	for _, tc := range []struct {
+		name     string
+		closed   map[string]string
+		wantPool string
+		diverted bool
+		wantWhy  string
+	}{
+		{"no pool closed", nil, "preferred", false, ""},
+		{"top pool closed", map[string]string{"preferred": full}, "cheap", true, ""},
+		{"every pool closed", map[string]string{"preferred": full, "cheap": "pool cheap is at its memory limit"}, "", false,
+			"pool cheap is at its memory limit; " + full},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := testPlanner(t, pools...)
+			pl.Closed = tc.closed
+			pods := []*Pod{pod(t, "a", "100m", "128Mi", nil), pod(t, "b", "100m", "128Mi", nil)}
+			plan := pl.Plan(context.Background(), pods)
+			if tc.wantPool == "" {
+				if len(plan.Nodes) != 0 || len(plan.Unschedulable) != 2 || plan.Unschedulable[0].Reason != tc.wantWhy {
+					t.Fatalf("nodes %d, unschedulable %+v; want both pods unschedulable because %q", len(plan.Nodes), plan.Unschedulable, tc.wantWhy)
+				}
+				return
+			}
+			if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != tc.wantPool {
+				t.Fatalf("want one node in pool %s, got %+v", tc.wantPool, plan.Nodes)
+			}
+			if got := len(plan.Diverted); tc.diverted != (got == 2) || !tc.diverted && got != 0 {
+				t.Fatalf("%d pods diverted, want diverted %v", got, tc.diverted)
+			}
+			if tc.diverted && (len(plan.Diverted[0].Reasons) != 1 || plan.Diverted[0].Reasons[0] != full) {
+				t.Errorf("diverted for %v, want [%s]", plan.Diverted[0].Reasons, full)
+			}
+		})
+	}
+}
+
 // DaemonSet pods that land on a template take their share: a pod that fits the bare allocatable
 // of the cheapest type but not beside the daemons goes to a bigger type.
 func TestDaemonOverhead(t *testing.T) {

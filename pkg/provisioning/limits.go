@@ -3,6 +3,8 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,54 +53,14 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 	if err := pl.learn(ctx, l, types); err != nil {
 		return "", err
 	}
-	claims := l.Claims.List()
-	for _, c := range claims {
-		if c.Spec.Pool == pool.Name {
-			if err := pl.learn(ctx, l, append([]string{c.Status.InstanceType}, c.Spec.InstanceTypes...)); err != nil {
-				return "", err
-			}
-		}
-	}
-	if pl.recent == nil {
-		pl.recent = map[string]recentClaim{}
+	used, err := pl.used(ctx, l, pool)
+	if err != nil {
+		return "", err
 	}
 	need := pl.largest(types...)
 	if need != nil {
-		used := corev1.ResourceList{}
-		add := func(rl corev1.ResourceList) {
-			for name, q := range rl {
-				v := used[name]
-				v.Add(q)
-				used[name] = v
-			}
-		}
-		seen := map[string]bool{}
-		for _, c := range claims {
-			if c.Spec.Pool != pool.Name || c.Status.Phase == v1alpha1.ClaimFailed {
-				continue
-			}
-			seen[c.Name] = true
-			if c.Status.InstanceType != "" {
-				add(pl.largest(c.Status.InstanceType))
-			} else {
-				add(pl.largest(c.Spec.InstanceTypes...))
-			}
-		}
-		for name, r := range pl.recent {
-			if l.clock().Since(r.at) > time.Minute {
-				delete(pl.recent, name)
-			} else if r.pool == pool.Name && !seen[name] {
-				add(r.capacity)
-			}
-		}
-		for name, limit := range pool.Limits {
-			q := used[name]
-			q.Add(need[name])
-			if q.Cmp(limit) > 0 {
-				u := used[name]
-				n := need[name]
-				return "", &LimitError{Pool: pool.Name, Resource: name, Limit: limit, Used: u, Need: n}
-			}
+		if err := overLimit(pool, used, need); err != nil {
+			return "", err
 		}
 	}
 	name, err := create()
@@ -106,6 +68,93 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 		pl.recent[name] = recentClaim{pool: pool.Name, capacity: need, at: l.clock().Now()}
 	}
 	return name, err
+}
+
+// closed says which pools with limits have room for none of their types now, and why: the
+// planner then plans their pods onto the next pool by weight. typesOf names a pool's types.
+func (pl *poolLimits) closed(ctx context.Context, l *Launcher, pools []config.Pool, typesOf func(pool string) []string) (map[string]string, error) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	var out map[string]string
+	for i := range pools {
+		pool := &pools[i]
+		types := typesOf(pool.Name)
+		if len(pool.Limits) == 0 || len(types) == 0 {
+			continue
+		}
+		if err := pl.learn(ctx, l, types); err != nil {
+			return nil, err
+		}
+		used, err := pl.used(ctx, l, pool)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(types, func(t string) bool { return pl.capacity[t] == nil || overLimit(pool, used, pl.capacity[t]) == nil }) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[pool.Name] = overLimit(pool, used, pl.smallest(types...)).Error()
+	}
+	return out, nil
+}
+
+// used is the capacity the pool's live claims hold, with the claims this process created in
+// the last minute that the cache does not show yet. pl.mu is held.
+func (pl *poolLimits) used(ctx context.Context, l *Launcher, pool *config.Pool) (corev1.ResourceList, error) {
+	claims := l.Claims.List()
+	for _, c := range claims {
+		if c.Spec.Pool == pool.Name {
+			if err := pl.learn(ctx, l, append([]string{c.Status.InstanceType}, c.Spec.InstanceTypes...)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if pl.recent == nil {
+		pl.recent = map[string]recentClaim{}
+	}
+	used := corev1.ResourceList{}
+	add := func(rl corev1.ResourceList) {
+		for name, q := range rl {
+			v := used[name]
+			v.Add(q)
+			used[name] = v
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range claims {
+		if c.Spec.Pool != pool.Name || c.Status.Phase == v1alpha1.ClaimFailed {
+			continue
+		}
+		seen[c.Name] = true
+		if c.Status.InstanceType != "" {
+			add(pl.largest(c.Status.InstanceType))
+		} else {
+			add(pl.largest(c.Spec.InstanceTypes...))
+		}
+	}
+	for name, r := range pl.recent {
+		if l.clock().Since(r.at) > time.Minute {
+			delete(pl.recent, name)
+		} else if r.pool == pool.Name && !seen[name] {
+			add(r.capacity)
+		}
+	}
+	return used, nil
+}
+
+// overLimit says which of the pool's limits a node of capacity need would break, on top of used.
+func overLimit(pool *config.Pool, used, need corev1.ResourceList) error {
+	for _, name := range slices.Sorted(maps.Keys(pool.Limits)) {
+		limit := pool.Limits[name]
+		q := used[name]
+		q.Add(need[name])
+		if q.Cmp(limit) > 0 {
+			return &LimitError{Pool: pool.Name, Resource: name, Limit: limit, Used: used[name], Need: need[name]}
+		}
+	}
+	return nil
 }
 
 // learn makes sure the capacity of every named type is known, asking the catalog for those
@@ -128,6 +177,18 @@ func (pl *poolLimits) learn(ctx context.Context, l *Launcher, names []string) er
 		}
 	}
 	return nil
+}
+
+// smallest is the capacity of the named type with the least cpu (nil if none is known).
+// pl.mu is held.
+func (pl *poolLimits) smallest(names ...string) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, n := range names {
+		if c := pl.capacity[n]; c != nil && (out == nil || c.Cpu().Cmp(*out.Cpu()) < 0) {
+			out = c
+		}
+	}
+	return out
 }
 
 // largest is the capacity of the named type with the most cpu (nil if none is known).

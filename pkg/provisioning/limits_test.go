@@ -127,3 +127,39 @@ func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
 		t.Errorf("a type missing from the catalog: %d questions in all, want 3", cat.reads)
 	}
 }
+
+// A pool is closed once none of its types fits what its limits leave; a type that still fits
+// keeps it open, and a pool without limits is never closed.
+func TestPoolLimitsClosed(t *testing.T) {
+	store, err := claims.NewStore(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Launcher{Options: Options{Cloud: catalogOnly{}, Claims: store}}
+	limited := config.Pool{Name: "limited", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("14")}}
+	pools := []config.Pool{limited, {Name: "free"}}
+	types := func(string) []string { return []string{"m5.xlarge", "m5.2xlarge"} }
+	n := 0
+	create := func() (string, error) { n++; return fmt.Sprintf("c%d", n), nil }
+	for _, step := range []struct {
+		admit   string
+		wantWhy string // "": open
+	}{
+		{"", ""},           // 0 of 14 cpu used
+		{"m5.2xlarge", ""}, // 8 used: an m5.xlarge (4) still fits
+		{"m5.xlarge", "pool limited is at its cpu limit: 12 in use, a new node needs 4, limit 14"},
+	} {
+		if step.admit != "" {
+			if _, err := l.limits.admit(context.Background(), l, &limited, []string{step.admit}, create); err != nil {
+				t.Fatal(err)
+			}
+		}
+		closed, err := l.limits.closed(context.Background(), l, pools, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, free := closed["free"]; free || closed["limited"] != step.wantWhy {
+			t.Errorf("after admitting %q: closed %v, want limited %q and free open", step.admit, closed, step.wantWhy)
+		}
+	}
+}

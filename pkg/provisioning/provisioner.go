@@ -190,7 +190,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		return
 	}
 	expected, shares := p.expected(pods)
-	planner := &planning.Planner{Templates: templates}
+	planner := &planning.Planner{Templates: templates, Closed: p.closedPools(ctx, templates)}
 	plan := planner.Plan(ctx, append(pods, expected...))
 	metrics.Batches.Inc()
 	metrics.BatchPods.Observe(float64(len(pods)))
@@ -198,6 +198,11 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	metrics.PlanDuration.Observe(p.clock().Since(start).Seconds())
 	logger.V(2).Info("Planned batch", "pods", len(pods), "expected", len(expected), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
 		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", p.clock().Since(start))
+	for _, d := range plan.Diverted {
+		if !strings.HasPrefix(string(d.Pod.UID), expectedUIDPrefix) {
+			p.Recorder.Eventf(d.Pod, nil, corev1.EventTypeNormal, "PoolAtLimit", "Provisioning", "planned on the next pool by weight: %s", strings.Join(d.Reasons, "; "))
+		}
+	}
 	for _, u := range plan.Unschedulable {
 		if !strings.HasPrefix(string(u.Pod.UID), expectedUIDPrefix) {
 			p.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "Tailor cannot launch capacity for this pod: %s", u.Reason)
@@ -218,6 +223,29 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	for _, c := range waitedForFirst(claims) {
 		p.launcher.LaunchAsync(ctx, c)
 	}
+}
+
+// closedPools are the pools whose limits leave room for none of their types now: the planner
+// puts their pods on the next pool by weight, in this batch, rather than plan claims admission
+// would refuse. Admission still guards every claim (a batch may fill a pool part way).
+func (p *Provisioner) closedPools(ctx context.Context, templates []*planning.Template) map[string]string {
+	typesOf := map[string][]string{}
+	seen := map[[2]string]bool{}
+	for _, t := range templates {
+		if k := [2]string{t.Pool.Name, t.Type.Name}; !seen[k] {
+			seen[k] = true
+			typesOf[t.Pool.Name] = append(typesOf[t.Pool.Name], t.Type.Name)
+		}
+	}
+	closed, err := p.launcher.limits.closed(ctx, p.launcher, p.Args.Pools, func(pool string) []string { return typesOf[pool] })
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot tell which pools are at their limits; admission will")
+		return nil
+	}
+	for pool, why := range closed {
+		klog.FromContext(ctx).V(2).Info("Pool at its limit: its pods go to the next pool by weight", "pool", pool, "reason", why)
+	}
+	return closed
 }
 
 // waitedForFirst are the recorded claims (nil ones left out) in the order to launch them: those

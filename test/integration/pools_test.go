@@ -37,6 +37,32 @@ func TestSpotPoolTaintAndWeight(t *testing.T) {
 	}
 }
 
+// A top-weight pool whose limit leaves room for none of its types hands its pods to the next
+// pool by weight in the same batch, and says so on the pod; nothing is claimed in the full pool.
+func TestFullPoolHandsItsPodsToTheNextByWeight(t *testing.T) {
+	restartScheduler(t, func(args map[string]any) {
+		for _, p := range args["pools"].([]any) {
+			if pool := p.(map[string]any); pool["name"] == "spot" {
+				pool["limits"] = map[string]any{"cpu": "500m"} // less than any type has
+			}
+		}
+	})
+	ns := newNamespace(t)
+	createPod(t, ns, "tolerant", "500m", "1Gi", withToleration("tailor.dev/spot", "true"))
+	pods := waitRunning(t, ns, 1)
+	if pool := getNode(t, pods[0].Spec.NodeName).Labels[v1alpha1.LabelPool]; pool != "general" {
+		t.Errorf("the spot-tolerant pod runs in pool %q, want general, next by weight to the full spot pool", pool)
+	}
+	if msg := waitEvent(t, ns, "tolerant", "PoolAtLimit"); !strings.Contains(msg, "pool spot is at its cpu limit") {
+		t.Errorf("event %q does not name the spot pool's cpu limit", msg)
+	}
+	for _, c := range listClaims(t) {
+		if c.Spec.Pool == "spot" {
+			t.Errorf("claim %s in the full spot pool", c.Name)
+		}
+	}
+}
+
 // Six replicas that may not share a host get six nodes, planned in one batch.
 func TestHostnameAntiAffinity(t *testing.T) {
 	ns := newNamespace(t)
