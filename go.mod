@@ -16,6 +16,7 @@ require (
 	github.com/hashicorp/hcl/v2 v2.23.0
 	github.com/zclconf/go-cty v1.13.0
 	go.etcd.io/etcd/server/v3 v3.6.4
+	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.0
 	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.34.7
