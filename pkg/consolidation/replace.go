@@ -3,7 +3,6 @@ package consolidation
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -55,23 +54,23 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) bool {
 
 // replacedBy lists the nodes a claim was launched to replace.
 func replacedBy(cl *v1alpha1.Claim) []string {
-	v := cl.Annotations[v1alpha1.AnnotationReplaces]
-	if v == "" {
+	if cl.Spec.Replacement == nil {
 		return nil
 	}
-	return strings.Split(v, ",")
+	return cl.Spec.Replacement.Nodes
 }
 
 // replacements moves every replacement along: once all new nodes of a group are up, its old
-// nodes start draining; once the old nodes are gone (or a new node failed), the claims lose
-// their annotation. It returns the nodes no other decision may touch meanwhile: the old nodes
+// nodes start draining; once the old nodes are gone (or a new node failed), the claims are
+// released from it. It returns the nodes no other decision may touch meanwhile: the old nodes
 // and the new ones.
 func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[string][]*corev1.Pod) map[string]bool {
 	logger := klog.FromContext(ctx)
 	groups := map[string][]*v1alpha1.Claim{}
 	for _, cl := range c.Claims.List() {
-		if v := cl.Annotations[v1alpha1.AnnotationReplaces]; v != "" {
-			groups[v] = append(groups[v], cl)
+		if r := cl.Spec.Replacement; r != nil {
+			key := strings.Join(r.Nodes, ",")
+			groups[key] = append(groups[key], cl)
 		}
 	}
 	nodes := map[string]*corev1.Node{}
@@ -83,12 +82,12 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 		owned[o.node.Name] = o
 	}
 	reserved := map[string]bool{}
-	for value, cls := range groups {
-		olds := strings.Split(value, ",")
+	for _, cls := range groups {
+		olds := cls[0].Spec.Replacement.Nodes
 		left, up, failed := 0, 0, false
 		// A member gone (the lifecycle controller removes failed launches) or a group past its
 		// deadline has failed too.
-		if want, err := strconv.Atoi(cls[0].Annotations[v1alpha1.AnnotationReplacementCount]); err == nil && len(cls) < want {
+		if len(cls) < cls[0].Spec.Replacement.Claims {
 			failed = true
 		}
 		for _, cl := range cls {
@@ -170,13 +169,13 @@ func (c *Controller) markReplaced(ctx context.Context, o *ownedNode, why string)
 	}
 }
 
-// release takes the replacement annotation off a claim.
+// release ends a claim's part in a replacement: it is a claim like any other.
 func (c *Controller) release(ctx context.Context, cl *v1alpha1.Claim) {
 	cur, err := c.Claims.Fetch(ctx, cl.Name)
 	if err != nil {
 		return
 	}
-	delete(cur.Annotations, v1alpha1.AnnotationReplaces)
+	cur.Spec.Replacement = nil
 	if _, err := c.Claims.Update(ctx, cur); err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot release replacement claim; will retry", "claim", cl.Name, "err", err)
 	}

@@ -57,7 +57,7 @@ func scaleUp(claims []*v1alpha1.Claim, pending []*corev1.Pod, owing []rollout.Wo
 func lastScaleUp(claims []*v1alpha1.Claim, seen time.Time) time.Time {
 	last := seen
 	for _, cl := range claims {
-		if cl.Annotations[v1alpha1.AnnotationReplaces] != "" || cl.Status.InitializedAt == nil {
+		if cl.Spec.Replacement != nil || cl.Status.InitializedAt == nil {
 			continue
 		}
 		if t := cl.Status.InitializedAt.Time; t.After(last) {
@@ -71,7 +71,7 @@ func lastScaleUp(claims []*v1alpha1.Claim, seen time.Time) time.Time {
 // (not as a consolidation's replacement, whose own drain waits for it), neither failed nor
 // going, and its node not yet Registered and initialized.
 func starting(cl *v1alpha1.Claim) bool {
-	if cl.DeletionTimestamp != nil || cl.Annotations[v1alpha1.AnnotationReplaces] != "" {
+	if cl.DeletionTimestamp != nil || cl.Spec.Replacement != nil {
 		return false
 	}
 	switch cl.Status.Phase {

@@ -1,6 +1,7 @@
 package consolidation
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ func TestScaleUp(t *testing.T) {
 		return cl
 	}
 	initialized := func(cl *v1alpha1.Claim) { cl.Status.InitializedAt = &metav1.Time{Time: now} }
-	replacement := func(cl *v1alpha1.Claim) { cl.Annotations[v1alpha1.AnnotationReplaces] = "old" }
+	replacement := func(cl *v1alpha1.Claim) {
+		cl.Spec.Replacement = &v1alpha1.Replacement{Nodes: []string{"old"}, Claims: 1}
+	}
 	deleting := func(cl *v1alpha1.Claim) { cl.DeletionTimestamp = &metav1.Time{Time: now} }
 	pendingFor := func(d time.Duration) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", CreationTimestamp: metav1.NewTime(now.Add(-d))}}
@@ -169,7 +172,7 @@ func TestLastScaleUp(t *testing.T) {
 			cl.Status.InitializedAt = &metav1.Time{Time: now.Add(-initializedAgo)}
 		}
 		if replaces != "" {
-			cl.Annotations[v1alpha1.AnnotationReplaces] = replaces
+			cl.Spec.Replacement = &v1alpha1.Replacement{Nodes: strings.Split(replaces, ","), Claims: 1}
 		}
 		return cl
 	}

@@ -53,7 +53,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if len(pods) == 0 {
 			break
 		}
-		if !inFlight(cached) || cached.Annotations[v1alpha1.AnnotationReplaces] != "" || p.nodeGoing(cached) {
+		if !inFlight(cached) || cached.Spec.Replacement != nil || p.nodeGoing(cached) {
 			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
 		}
 		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)

@@ -169,13 +169,12 @@ func daemonsOn(t *planning.Template) []v1alpha1.DaemonPod {
 func (l *Launcher) RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string, count int) (*v1alpha1.Claim, error) {
 	claim := newClaim(n)
 	claim.Spec.PodCount = 0
-	claim.Annotations[v1alpha1.AnnotationReplaces] = strings.Join(replaces, ",")
-	claim.Annotations[v1alpha1.AnnotationReplacementCount] = strconv.Itoa(count)
+	claim.Spec.Replacement = &v1alpha1.Replacement{Nodes: replaces, Claims: count}
 	var created *v1alpha1.Claim
 	_, err := l.limits.admit(ctx, l, n.Template.Pool, claim.Spec.InstanceTypes, func() (string, error) {
 		var err error
 		// Generated names: one decision may record several replacements for the same nodes,
-		// and consolidation finds the replacements of a node by their annotation.
+		// and consolidation finds the replacements of a node by their spec.
 		created, err = l.Claims.Create(ctx, claim)
 		if err != nil {
 			return "", err

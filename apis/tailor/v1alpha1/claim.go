@@ -77,6 +77,20 @@ type ClaimSpec struct {
 	Daemons []DaemonPod `json:"daemons,omitempty"`
 	// Resources is the allocatable the plan assumed for the node.
 	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// Replacement is set on a claim launched to replace running nodes (consolidation,
+	// interruption) until the replacement is over.
+	Replacement *Replacement `json:"replacement,omitempty"`
+}
+
+// Replacement is what a replacement claim replaces: those nodes drain once every claim of the
+// replacement is Registered and its node Ready.
+type Replacement struct {
+	// Nodes are the nodes replaced, in the decision's order; the claims of one replacement name
+	// the same nodes.
+	Nodes []string `json:"nodes"`
+	// Claims is how many claims the replacement has: with fewer, one was lost and the
+	// replacement has failed.
+	Claims int `json:"claims"`
 }
 
 // PodRef names a pod the claim was planned for.

@@ -37,13 +37,6 @@ const (
 	TaintDisrupting           = Group + "/disrupting"
 	AnnotationDisruptingSince = Group + "/disrupting-since"
 
-	// AnnotationReplaces on a claim names the nodes (comma-separated) it was launched to replace;
-	// those nodes drain once every claim of the replacement is Registered and its node Ready.
-	AnnotationReplaces = Group + "/replaces"
-	// AnnotationReplacementCount says how many claims the replacement has: with fewer, one was
-	// lost and the replacement has failed.
-	AnnotationReplacementCount = Group + "/replacement-count"
-
 	// AnnotationWasCordoned on a node being drained records that it was cordoned before, so a
 	// rollback leaves the cordon in place.
 	AnnotationWasCordoned = Group + "/was-cordoned"
