@@ -356,7 +356,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		c.progress.Stall = rolloutStall
 		owing = c.progress.Moving(ws, s.now)
 	}
-	// Listed once: the store converts every claim on each list.
+	// Listed once: the store copies every claim on each list.
 	claims := c.Claims.List()
 	for name := range awaitedNodes(claims, pending, s.now) {
 		nominated[name] = true

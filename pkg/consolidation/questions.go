@@ -98,13 +98,15 @@ func (q *questions) landed(node string) bool {
 // PreFilter runs.
 func (q *questions) couldLand(node string) bool {
 	if q.arriving == nil {
-		all := make([]*planning.Pod, 0, len(q.s.arriving))
+		q.arriving = []*planning.Pod{}
+		seen := map[stateKey]bool{}
 		for _, p := range q.s.arriving {
-			if mp := q.moving(p); mp != nil {
-				all = append(all, mp)
+			// moving keys p once per pass; pods of one key share a state and a verdict.
+			if mp := q.moving(p); mp != nil && !seen[q.keys[p]] {
+				seen[q.keys[p]] = true
+				q.arriving = append(q.arriving, mp)
 			}
 		}
-		q.arriving = append([]*planning.Pod{}, planning.Distinct(all)...)
 	}
 	for _, mp := range q.arriving {
 		if q.cluster.Fits(q.ctx, mp, node) {

@@ -89,20 +89,6 @@ type AlikeKey struct {
 // state serves them all.
 func Alike(p *Pod) AlikeKey { return AlikeKey{classKey(p), requestsKey(p.Requests)} }
 
-// Distinct keeps the first of each set of alike pods. A template's replicas are one pod.
-func Distinct(pods []*Pod) []*Pod {
-	seen := map[AlikeKey]bool{}
-	var out []*Pod
-	for _, p := range pods {
-		k := Alike(p)
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // requestsKey is the requests in a canonical text form.
 func requestsKey(rl corev1.ResourceList) string {
 	names := make([]string, 0, len(rl))

@@ -171,9 +171,9 @@ func TestClusterFits(t *testing.T) {
 	}
 }
 
-// Replicas of one template are one distinct pod; other requests, or other constraints (a
-// DaemonSet's pods, each pinned to its node), are others.
-func TestDistinct(t *testing.T) {
+// Replicas of one template are alike; other requests, or other constraints (a DaemonSet's pods,
+// each pinned to its node), are not.
+func TestAlike(t *testing.T) {
 	pinned := func(name, node string) *Pod {
 		return pod(t, name, "100m", "128Mi", map[string]string{corev1.LabelHostname: node})
 	}
@@ -187,12 +187,17 @@ func TestDistinct(t *testing.T) {
 		{"pinned to nodes", []*Pod{pinned("ds-a", "a"), pinned("ds-b", "b"), pinned("ds-a2", "a")}, []string{"ds-a", "ds-b"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			// The first pod of each alike set.
 			var got []string
-			for _, p := range Distinct(tt.pods) {
-				got = append(got, p.Pod.Name)
+			seen := map[AlikeKey]bool{}
+			for _, p := range tt.pods {
+				if k := Alike(p); !seen[k] {
+					seen[k] = true
+					got = append(got, p.Pod.Name)
+				}
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("Distinct = %v, want %v", got, tt.want)
+				t.Errorf("first of each alike set = %v, want %v", got, tt.want)
 			}
 		})
 	}

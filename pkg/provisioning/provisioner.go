@@ -229,6 +229,9 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 // puts their pods on the next pool by weight, in this batch, rather than plan claims admission
 // would refuse. Admission still guards every claim (a batch may fill a pool part way).
 func (p *Provisioner) closedPools(ctx context.Context, templates []*planning.Template) map[string]string {
+	if !slices.ContainsFunc(p.Args.Pools, func(pool config.Pool) bool { return len(pool.Limits) > 0 }) {
+		return nil // the common case: nothing to close, no need to index the templates
+	}
 	typesOf := map[string][]string{}
 	seen := map[[2]string]bool{}
 	for _, t := range templates {
