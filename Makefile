@@ -74,7 +74,7 @@ FUZZTIME_SLOW   ?= $(FUZZTIME)
 ## few thousand executions of each fuzz target (a few dozen of the slow ones)
 test: lint tools
 	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/integration)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/...
+	GO=$(GO) hack/integration.sh -timeout $(TEST_TIMEOUT) ./test/integration/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE) FUZZTIME_SLOW=$(FUZZ_SMOKE_SLOW)
 
 ## fuzz: each fuzz target for FUZZTIME (default 2m; a count such as 5000x works too); a failing
@@ -95,7 +95,7 @@ unit: $(HELM) $(IAMSIM)
 
 ## integration: only the control-plane tests
 integration: tools
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/...
+	GO=$(GO) hack/integration.sh -timeout $(TEST_TIMEOUT) ./test/integration/...
 
 ## run: the sandbox — control plane, EC2 simulator, kwok, Tailor's scheduler and a sample workload
 run: tools build
