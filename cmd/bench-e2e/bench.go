@@ -135,8 +135,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 		return rep, fmt.Errorf("the burst did not settle within %s", b.o.timeout)
 	}
-	progressf("settled %.1fs after the apply: %d pods, %d nodes, $%.4f/h (plan: %d nodes, $%.4f/h), %d evictions, %d drains",
-		rep.AllRunningAfterApplySeconds, rep.Pods, rep.Nodes, rep.FleetPricePerHour, rep.PlanNodes, rep.PlanPricePerHour, rep.Evictions, rep.Drains)
+	progressf("settled %.1fs after the apply: %d pods, %d nodes, $%.4f/h (plan: %d nodes, $%.4f/h), %d evictions and %d drains during the scale-up, %d and %d after",
+		rep.AllRunningAfterApplySeconds, rep.Pods, rep.Nodes, rep.FleetPricePerHour, rep.PlanNodes, rep.PlanPricePerHour, rep.Evictions, rep.Drains,
+		rep.AfterScaleUp.Evictions, rep.AfterScaleUp.Drains)
 	if b.o.fitPods == 0 {
 		return rep, nil
 	}

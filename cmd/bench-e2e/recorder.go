@@ -21,27 +21,33 @@ import (
 
 // recorder watches the burst's pods, the claims and the nodes, and stamps what it sees with
 // this process's clock as each watch event arrives: the objects' own timestamps have one-second
-// resolution. Counting stops when the burst settles (freeze).
+// resolution. Evictions and drains count toward the scale-up until the burst is first settled
+// (scaledUp), toward the consolidation after it until the burst stays settled (freeze).
 type recorder struct {
 	namespace string
 	pods      informers.SharedInformerFactory // the burst's namespace: pods, DaemonSets
 	nodes     informers.SharedInformerFactory
 	claims    *claims.Store
 
-	mu          sync.Mutex
-	frozen      bool
-	created     map[types.UID]time.Time
-	names       map[types.UID]string    // namespace/name, for the timeline
-	running     map[types.UID]time.Time // first seen Running (or Succeeded)
-	launched    map[types.UID]time.Time // first claim listing the pod seen launched
-	daemon      map[types.UID]bool
-	evicted     map[types.UID]bool
-	lastCreated time.Time // of a pod no DaemonSet owns
-	claimsSeen  map[string]bool
+	mu     sync.Mutex
+	frozen bool
+	// scaledUp is set when every pod of the burst was first seen done: disruptions from then on
+	// are consolidation's moves on a settled fleet, not disruptions during the scale-up.
+	scaledUp bool
+	created  map[types.UID]time.Time
+	names    map[types.UID]string    // namespace/name, for the timeline
+	running  map[types.UID]time.Time // first seen Running (or Succeeded)
+	launched map[types.UID]time.Time // first claim listing the pod seen launched
+	daemon   map[types.UID]bool
+	// duringScaleUp and afterScaleUp count pods evicted and nodes drained before and after
+	// scaledUp.
+	duringScaleUp, afterScaleUp disruptions
+	lastCreated                 time.Time // of a pod no DaemonSet owns
+	claimsSeen                  map[string]bool
 	// claimLaunched and claimRegistered are when each claim was first seen Launched and
 	// Registered.
 	claimLaunched, claimRegistered map[string]time.Time
-	drained                        map[string]string // node → the disrupting taint's value
+	drained                        map[string]bool // nodes seen with the disrupting taint
 	// changes counts pods created, pods lost and nodes drained: churn between two looks at the
 	// burst, however quick, restarts the quiet period that confirms it settled.
 	changes int
@@ -54,7 +60,8 @@ func newRecorder(client kubernetes.Interface, claimsClient versioned.Interface, 
 		nodes:     informers.NewSharedInformerFactory(client, 0),
 		claims:    claims.NewStoreForClient(claimsClient),
 		created:   map[types.UID]time.Time{}, names: map[types.UID]string{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
-		daemon: map[types.UID]bool{}, evicted: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]string{},
+		daemon: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]bool{},
+		duringScaleUp: newDisruptions(), afterScaleUp: newDisruptions(),
 		claimLaunched: map[string]time.Time{}, claimRegistered: map[string]time.Time{},
 	}
 }
@@ -146,8 +153,16 @@ func (r *recorder) podDeleted(p *corev1.Pod) {
 func (r *recorder) evict(p *corev1.Pod) {
 	r.changes++
 	if !r.frozen && !r.daemon[p.UID] {
-		r.evicted[p.UID] = true
+		r.tally().evicted[p.UID] = true
 	}
+}
+
+// tally is where a disruption seen now counts. Callers hold r.mu.
+func (r *recorder) tally() disruptions {
+	if r.scaledUp {
+		return r.afterScaleUp
+	}
+	return r.duringScaleUp
 }
 
 // observe stamps the first time a pod is seen Running (a Job's pod may be seen Succeeded
@@ -194,12 +209,21 @@ func (r *recorder) nodeSeen(n *corev1.Node) {
 			continue
 		}
 		r.mu.Lock()
-		if _, seen := r.drained[n.Name]; !seen && !r.frozen {
-			r.drained[n.Name] = t.Value
+		if !r.drained[n.Name] && !r.frozen {
+			r.drained[n.Name] = true
+			r.tally().drained[n.Name] = t.Value
 			r.changes++
 		}
 		r.mu.Unlock()
 	}
+}
+
+// markScaledUp notes that every pod of the burst is done: what is disrupted from now on is
+// consolidation after the scale-up.
+func (r *recorder) markScaledUp() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scaledUp = true
 }
 
 // freeze stops counting evictions, drains and pod creations: the burst has settled.
@@ -207,6 +231,28 @@ func (r *recorder) freeze() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.frozen = true
+}
+
+// disruptions are the burst's pods evicted and the nodes drained in one phase of the burst.
+type disruptions struct {
+	evicted map[types.UID]bool
+	drained map[string]string // node → the disrupting taint's value (the reason)
+}
+
+func newDisruptions() disruptions {
+	return disruptions{evicted: map[types.UID]bool{}, drained: map[string]string{}}
+}
+
+// reasons counts the drains by reason; nil if none.
+func (d disruptions) reasons() map[string]int {
+	if len(d.drained) == 0 {
+		return nil
+	}
+	out := map[string]int{}
+	for _, reason := range d.drained {
+		out[reason]++
+	}
+	return out
 }
 
 func ownerKind(p *corev1.Pod) string {

@@ -34,12 +34,15 @@ type report struct {
 	NodesRatio            float64 `json:"nodesRatio"`
 
 	// Evictions are the burst's pods (DaemonSet pods aside) deleted while Pending or Running
-	// before the burst settled: the bench deletes none, so each was evicted by a drain or lost
-	// with its node. Drains are the nodes that got the tailor.dev/disrupting taint meanwhile, by
-	// the taint's value (the reason).
+	// during the scale-up, before every pod of the burst was first done: the bench deletes none,
+	// so each was evicted by a drain or lost with its node. Drains are the nodes that got the
+	// tailor.dev/disrupting taint meanwhile, by the taint's value (the reason).
 	Evictions    int            `json:"evictions"`
 	Drains       int            `json:"drains"`
 	DrainReasons map[string]int `json:"drainReasons,omitempty"`
+	// AfterScaleUp counts the same from then until the burst stayed settled for the quiet
+	// period: consolidation moving pods off a fleet that has stopped growing, which is its job.
+	AfterScaleUp afterScaleUp `json:"afterScaleUp"`
 
 	// Latencies from a pod's creation as its watch event arrived: to the first claim listing
 	// it seen Launched, and to the pod seen Running.
@@ -115,6 +118,13 @@ type fitScheduler struct {
 	// PeakRSSMiB is the process's VmHWM at the end of its phase: its whole life's peak, both
 	// processes having watched the same cluster from the start.
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
+}
+
+// afterScaleUp are the disruptions after every pod of the burst was done.
+type afterScaleUp struct {
+	Evictions    int            `json:"evictions"`
+	Drains       int            `json:"drains"`
+	DrainReasons map[string]int `json:"drainReasons,omitempty"`
 }
 
 // latency is the p50 and p99 of a set of durations, in seconds, and how many there were.

@@ -111,12 +111,17 @@ func (r *recorder) waitSettled(ctx context.Context, expected int, quiet time.Dur
 	defer tick.Stop()
 	var since, lastProgress time.Time
 	var sinceChanges int
+	scaledUp := false
 	for {
 		now := time.Now()
 		s := r.state()
 		if now.Sub(lastProgress) >= 5*time.Second {
 			progress(s)
 			lastProgress = now
+		}
+		if !scaledUp && s.settled(expected) {
+			scaledUp = true
+			r.markScaledUp()
 		}
 		switch {
 		case !s.settled(expected):
@@ -221,13 +226,9 @@ func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 		}
 	}
 	rep.ClaimLaunchedToRegistered = latencyOf(boots)
-	rep.Evictions, rep.Drains, rep.ClaimsLaunched = len(r.evicted), len(r.drained), len(r.claimsSeen)
-	if len(r.drained) > 0 {
-		rep.DrainReasons = map[string]int{}
-		for _, reason := range r.drained {
-			rep.DrainReasons[reason]++
-		}
-	}
+	rep.Evictions, rep.Drains, rep.DrainReasons = len(r.duringScaleUp.evicted), len(r.duringScaleUp.drained), r.duringScaleUp.reasons()
+	rep.AfterScaleUp = afterScaleUp{Evictions: len(r.afterScaleUp.evicted), Drains: len(r.afterScaleUp.drained), DrainReasons: r.afterScaleUp.reasons()}
+	rep.ClaimsLaunched = len(r.claimsSeen)
 	if !r.lastCreated.IsZero() {
 		rep.LastPodCreatedAfterApplySeconds = seconds(r.lastCreated.Sub(applied))
 	}
