@@ -373,7 +373,9 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
 	// Nodes waiting for their replacements count against the budget as if already draining.
 	replaced := map[string]bool{}
+	claimsByName := make(map[string]*v1alpha1.Claim, len(claims))
 	for _, cl := range claims {
+		claimsByName[cl.Name] = cl
 		for _, name := range replacedBy(cl) {
 			replaced[name] = true
 		}
@@ -390,7 +392,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		}
 	}
 	for _, n := range nodes {
-		o := c.owned(n)
+		o := c.owned(n, claimsByName)
 		if o == nil {
 			continue
 		}
@@ -506,14 +508,14 @@ func (c *Controller) recentlyDecided(name string) bool {
 	return ok && c.now().Sub(t) < decidedMemory
 }
 
-// owned returns the node as Tailor's if its claim is Registered on it; any other node, Tailor
-// never touches.
-func (c *Controller) owned(n *corev1.Node) *ownedNode {
+// owned returns the node as Tailor's if its claim (of claims, by name) is Registered on it; any
+// other node, Tailor never touches.
+func (c *Controller) owned(n *corev1.Node, claims map[string]*v1alpha1.Claim) *ownedNode {
 	name := n.Labels[v1alpha1.LabelClaim]
 	if name == "" {
 		return nil
 	}
-	cl, ok := c.Claims.Get(name)
+	cl, ok := claims[name]
 	if !ok || cl.Status.Phase != v1alpha1.ClaimRegistered || cl.Status.NodeName != n.Name {
 		return nil
 	}

@@ -17,12 +17,13 @@ type questions struct {
 	fw      *profile.Framework
 	s       *snapshot
 	cluster *planning.Cluster
-	// states are the pass's PreFilter states of moving pods (nil: the pod cannot move), one per
-	// set of alike pods: the planner asks a class's state only of its first pod, and alike pods
-	// get the same state, so a pass over thousands of pods holds a handful of states, not one
-	// per pod. keys remembers each pod's key.
-	states map[stateKey]*planning.FilterState
-	keys   map[*corev1.Pod]stateKey
+	// alike are the pass's moving pods, one per set of alike pods (nil: PreFilter refuses them),
+	// with the set's PreFilter state, requests and class key: the planner asks a class's state
+	// only of its first pod, and alike pods get the same state and requests, so a pass over
+	// thousands of pods holds a handful of each, and a question computes none of them again.
+	// keys remembers each pod's key.
+	alike map[stateKey]*planning.Pod
+	keys  map[*corev1.Pod]stateKey
 	// planner is shared by the questions that may launch, so template nodes are built once.
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
@@ -38,7 +39,7 @@ type questions struct {
 
 // newQuestions sets the framework's snapshot to s and returns the pass's questions.
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
-	q := &questions{ctx: ctx, fw: fw, s: s, states: map[stateKey]*planning.FilterState{}, keys: map[*corev1.Pod]stateKey{},
+	q := &questions{ctx: ctx, fw: fw, s: s, alike: map[stateKey]*planning.Pod{}, keys: map[*corev1.Pod]stateKey{},
 		planner: &planning.Planner{Templates: s.templates}, landing: map[string]bool{}}
 	q.setCluster(s.pods)
 	return q
@@ -49,7 +50,7 @@ func (q *questions) setCluster(pods []*corev1.Pod) {
 	q.cluster = planning.NewCluster(q.s.nodes, pods, func(n *corev1.Node) bool { return schedulable(n, q.s.excluded) })
 	q.fw.SetNodeInfos(q.cluster.NodeInfos())
 	// A PreFilter state reads the snapshot it was computed on.
-	clear(q.states)
+	clear(q.alike)
 }
 
 // place puts the pods on their way to a node (s.arriving) where the Filter plugins let them go,
@@ -80,7 +81,7 @@ func (q *questions) place() {
 	}
 	if len(q.landing) > 0 {
 		// The states were computed before the pods were placed.
-		clear(q.states)
+		clear(q.alike)
 	}
 }
 
@@ -181,31 +182,33 @@ func (q *questions) cheaper(set []*candidate, templates []*planning.Template, mi
 }
 
 // moving is p as a pod to place, unbound (a bound pod fits only its own node), with the PreFilter
-// state of its alike pods; nil if PreFilter refuses it. The copy is the question's alone: the
-// pass keeps only the state.
+// state, requests and class key of its alike pods; nil if PreFilter refuses it. The copy is the
+// question's alone: the pass keeps only what alike pods share.
 func (q *questions) moving(p *corev1.Pod) *planning.Pod {
 	c := p
 	if p.Spec.NodeName != "" {
 		c = boundTo(p, "")
 	}
-	mp := planning.NewPod(c, nil)
-	k, ok := q.keys[p]
-	if !ok {
-		k = keyOf(mp)
-		q.keys[p] = k
-	}
-	f, ok := q.states[k]
-	if !ok {
-		if state, err := q.fw.PreFilter(q.ctx, c); err == nil {
-			f = &planning.FilterState{Plugins: q.fw, State: state, Pod: c}
+	k, keyed := q.keys[p]
+	proto, known := q.alike[k]
+	if !keyed || !known {
+		mp := planning.Keyed(planning.NewPod(c, nil))
+		if !keyed {
+			k = keyOf(mp)
+			q.keys[p] = k
 		}
-		q.states[k] = f
+		if proto, known = q.alike[k]; !known {
+			if state, err := q.fw.PreFilter(q.ctx, c); err == nil {
+				mp.Filter = &planning.FilterState{Plugins: q.fw, State: state, Pod: c}
+				proto = mp
+			}
+			q.alike[k] = proto
+		}
 	}
-	if f == nil {
+	if proto == nil {
 		return nil
 	}
-	mp.Filter = f
-	return mp
+	return proto.For(c)
 }
 
 // stateKey names the pods that share a PreFilter state: alike pods, except that a pod whose

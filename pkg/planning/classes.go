@@ -18,11 +18,39 @@ type Pod struct {
 	// Filter asks the scheduler's Filter plugins whether the pod fits a node. Pods only placed
 	// (never planned) may leave it nil.
 	Filter *FilterState
+	// class is the pod's classKey when Keyed computed it (0: hashed where needed).
+	class uint64
 }
 
 // NewPod computes a pod's effective requests the way the scheduler does.
 func NewPod(p *corev1.Pod, f *FilterState) *Pod {
 	return &Pod{Pod: p, Requests: resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), Filter: f}
+}
+
+// Keyed is a copy of p that carries its class key, for a caller that asks about the same pods
+// many times (consolidation's questions): planning it, or a pod made from it by For, never
+// hashes its constraints again.
+func Keyed(p *Pod) *Pod {
+	cp := *p
+	cp.class = p.classKey()
+	return &cp
+}
+
+// For is p's counterpart for another pod alike to it (Alike says so): it shares p's requests,
+// Filter state and class key, so a question about a template's replicas computes each once.
+// Nothing changes a Pod's requests.
+func (p *Pod) For(other *corev1.Pod) *Pod {
+	cp := *p
+	cp.Pod = other
+	return &cp
+}
+
+// classKey is the pod's class key, the one Keyed computed if any.
+func (p *Pod) classKey() uint64 {
+	if p.class != 0 {
+		return p.class
+	}
+	return classKey(p)
 }
 
 // class is a set of pods with identical scheduling constraints (e.g. replicas of one template,
@@ -87,7 +115,7 @@ type AlikeKey struct {
 
 // Alike is p's AlikeKey. Alike pods have the same PreFilter state on one snapshot, so one pod's
 // state serves them all.
-func Alike(p *Pod) AlikeKey { return AlikeKey{classKey(p), requestsKey(p.Requests)} }
+func Alike(p *Pod) AlikeKey { return AlikeKey{p.classKey(), requestsKey(p.Requests)} }
 
 // requestsKey is the requests in a canonical text form.
 func requestsKey(rl corev1.ResourceList) string {
@@ -139,10 +167,12 @@ func classKey(p *Pod) uint64 {
 
 func hostPorts(s *corev1.PodSpec) []corev1.ContainerPort {
 	var out []corev1.ContainerPort
-	for _, c := range append(append([]corev1.Container(nil), s.InitContainers...), s.Containers...) {
-		for _, p := range c.Ports {
-			if p.HostPort != 0 {
-				out = append(out, p)
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort != 0 {
+					out = append(out, p)
+				}
 			}
 		}
 	}

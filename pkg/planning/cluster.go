@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -49,7 +48,12 @@ func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node
 		}
 	}
 	for _, p := range pods {
-		cl.Bind(p)
+		if cn, ok := cl.all[p.Spec.NodeName]; ok {
+			cn.info.AddPod(p)
+		}
+	}
+	for _, cn := range cl.all {
+		cn.used = cl.dims.requested(cn.info)
 	}
 	return cl
 }
@@ -62,7 +66,7 @@ func (cl *Cluster) Bind(p *corev1.Pod) {
 		return
 	}
 	cn.info.AddPod(p)
-	cn.used = cn.used.add(cl.dims.vec(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), true))
+	cn.used = cl.dims.requested(cn.info)
 }
 
 // NodeInfos are every node's NodeInfo, with its pods. Their allocatable is inflated (see

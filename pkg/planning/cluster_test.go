@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -201,4 +202,68 @@ func TestAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestedSumsAsPodRequests: a cluster node's room is what its NodeInfo sums, and that is the
+// pods' effective requests (init containers, overhead and extended resources included) in the
+// planner's milli-units, as adding up each pod's own vector gives.
+func TestRequestedSumsAsPodRequests(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	container := func(req corev1.ResourceList) corev1.Container {
+		return corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}
+	}
+	tests := []struct {
+		name string
+		pods []corev1.PodSpec
+	}{
+		{name: "no pods"},
+		{name: "cpu and memory", pods: []corev1.PodSpec{
+			{Containers: []corev1.Container{container(rl("cpu", "250m", "memory", "512Mi"))}},
+			{Containers: []corev1.Container{container(rl("cpu", "1", "memory", "2Gi")), container(rl("cpu", "100m"))}},
+		}},
+		{name: "an init container larger than the containers, and overhead", pods: []corev1.PodSpec{{
+			InitContainers: []corev1.Container{container(rl("cpu", "2", "memory", "1Gi"))},
+			Containers:     []corev1.Container{container(rl("cpu", "500m", "memory", "3Gi"))},
+			Overhead:       rl("cpu", "100m", "memory", "64Mi"),
+		}}},
+		{name: "extended resources and storage", pods: []corev1.PodSpec{
+			{Containers: []corev1.Container{container(rl("nvidia.com/gpu", "2", "ephemeral-storage", "10Gi", "cpu", "4"))}},
+			{Containers: []corev1.Container{container(rl("nvidia.com/gpu", "1", "hugepages-2Mi", "64Mi"))}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+			var pods []*corev1.Pod
+			d := newDims()
+			var want vec
+			for i, spec := range tc.pods {
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: string(rune('a' + i)), Namespace: "default"}, Spec: spec}
+				p.Spec.NodeName = "n"
+				pods = append(pods, p)
+				want = want.add(d.vec(NewPod(p, nil).Requests, true))
+			}
+			cl := NewCluster([]*corev1.Node{node}, pods, nil)
+			got := cl.byName["n"].used
+			for _, name := range append(slices.Clone(d.names), cl.dims.names...) {
+				if w, g := amount(d, want, name), amount(cl.dims, got, name); w != g {
+					t.Errorf("%s: the cluster counts %d milli-units, the pods' own requests %d", name, g, w)
+				}
+			}
+		})
+	}
+}
+
+// amount is v's entry for name; a vector made before the dimension was added has none (zero).
+func amount(d *dims, v vec, name corev1.ResourceName) int64 {
+	if i, ok := d.index[name]; ok && i < len(v) {
+		return v[i]
+	}
+	return 0
 }

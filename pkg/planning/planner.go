@@ -365,7 +365,7 @@ func (ps *planState) classify(pods []*Pod) []*class {
 	byKey := map[uint64]*class{}
 	var classes []*class
 	for _, p := range pods {
-		k := classKey(p)
+		k := p.classKey()
 		c, ok := byKey[k]
 		if !ok {
 			c = &class{key: k, interPod: hasInterPodTerms(p.Pod), spreadKeys: hardSpreadKeys(p.Pod)}

@@ -2,6 +2,7 @@ package planning
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // dims maps the resource names of one plan to positions in a vector. Packing compares vectors of
@@ -41,6 +42,30 @@ func (d *dims) vec(rl corev1.ResourceList, isPod bool) vec {
 	}
 	if isPod {
 		v[podsDim] = 1000
+	}
+	return v
+}
+
+// requested is what the pods of info request, as the scheduler's NodeInfo sums it (each pod's
+// requests computed once, on its PodInfo), with the pods counted in the pods dimension. The
+// NodeInfo keeps memory, storage and extended resources in units, the vector in milli-units.
+func (d *dims) requested(info *framework.NodeInfo) vec {
+	r := info.Requested
+	amounts := map[corev1.ResourceName]int64{corev1.ResourcePods: int64(len(info.Pods)) * 1000, corev1.ResourceCPU: r.MilliCPU,
+		corev1.ResourceMemory: r.Memory * 1000, corev1.ResourceEphemeralStorage: r.EphemeralStorage * 1000}
+	for name, q := range r.ScalarResources {
+		amounts[name] = q * 1000
+	}
+	for name, q := range amounts {
+		if q != 0 {
+			d.add(name)
+		}
+	}
+	v := make(vec, len(d.names))
+	for name, q := range amounts {
+		if q != 0 {
+			v[d.index[name]] = q
+		}
 	}
 	return v
 }
