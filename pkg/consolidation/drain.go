@@ -154,14 +154,14 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	if id := o.claim.Status.InstanceID; id != "" {
 		cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
 		defer cancel()
-		// Only an instance whose own tags name this claim is terminated.
+		// Only the claim's own instance is terminated (lifecycle.InstanceOf).
 		ins, err := c.Cloud.Instances(cctx, map[string]string{v1alpha1.TagClaim: o.claim.Name})
 		if err != nil {
 			logger.Error(err, "Cannot describe the instance; will retry", "instance", id)
 			return
 		}
 		for _, in := range ins {
-			if in.ID != id {
+			if !lifecycle.InstanceOf(o.claim, in) {
 				continue
 			}
 			if err := c.Cloud.Terminate(cctx, id); err != nil {

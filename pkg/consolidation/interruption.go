@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // Interruptions: EC2 takes an instance away whatever Tailor does (pkg/interruption reads the
@@ -122,7 +123,8 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 	return true, nil
 }
 
-// terminateOwned terminates the claim's instance if its own tags name the claim.
+// terminateOwned terminates the instance the claim recorded, if it is the claim's
+// (lifecycle.InstanceOf).
 func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) error {
 	cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
 	defer cancel()
@@ -131,7 +133,7 @@ func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) err
 		return fmt.Errorf("describing instance %s: %w", cl.Status.InstanceID, err)
 	}
 	for _, in := range ins {
-		if in.ID == cl.Status.InstanceID {
+		if cl.Status.InstanceID != "" && lifecycle.InstanceOf(cl, in) {
 			return c.Cloud.Terminate(cctx, in.ID)
 		}
 	}

@@ -25,6 +25,14 @@ import (
 //   - a node being deleted whose instance is gone, or which no claim owns, has nothing left to
 //     protect: its finalizer comes off.
 
+// InstanceOf says whether in is cl's instance, the one test before Tailor terminates an instance
+// for a claim: its own tags name the claim, and the claim recorded no other instance. Claims are
+// named after their pods, so an instance a failed launch left behind may carry the name of a
+// later claim for the same pods; it is that claim's only if the claim recorded none.
+func InstanceOf(cl *v1alpha1.Claim, in cloud.Instance) bool {
+	return in.Tags[v1alpha1.TagClaim] == cl.Name && (cl.Status.InstanceID == "" || cl.Status.InstanceID == in.ID)
+}
+
 // Deleting says whether a claim or its node is being deleted.
 func Deleting(cl *v1alpha1.Claim, n *corev1.Node) bool {
 	return cl != nil && cl.DeletionTimestamp != nil || n != nil && n.DeletionTimestamp != nil
@@ -97,8 +105,8 @@ func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim,
 	}
 	cl = cur
 	for _, in := range running {
-		if in.Tags[v1alpha1.TagClaim] != cl.Name {
-			continue
+		if !InstanceOf(cl, in) {
+			continue // not its instance; an orphan, if Tailor's at all, is collected as one
 		}
 		if n, ok := nodeOf[in.ID]; ok && !hasTaint(n, v1alpha1.TaintUnregistered) {
 			return // its node registered after all: pods may run there; the drain takes it
@@ -128,4 +136,31 @@ func (c *Controller) addFinalizer(ctx context.Context, cl *v1alpha1.Claim) {
 	if _, err := c.Claims.Update(ctx, cl); err != nil && !apierrors.IsConflict(err) {
 		klog.FromContext(ctx).Error(err, "Cannot add the termination finalizer; will retry", "claim", cl.Name)
 	}
+}
+
+// remove terminates a claim's instance, deletes the claim and, if replan, asks the scheduler to
+// plan its pods again (a failed launch has already done so). running holds the cluster's live
+// instances: an instance is terminated only if its own tags name this claim.
+func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, why string, replan bool) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Removing claim", "claim", cl.Name, "instance", cl.Status.InstanceID, "reason", why)
+	if in, ok := running[cl.Status.InstanceID]; ok && InstanceOf(cl, in) {
+		if err := c.Cloud.Terminate(ctx, in.ID); err != nil {
+			logger.Error(err, "Cannot terminate; will retry", "instance", in.ID)
+			return
+		}
+	}
+	if err := c.Claims.Delete(ctx, cl.Name); err != nil {
+		logger.Error(err, "Cannot delete claim; will retry", "claim", cl.Name)
+		return
+	}
+	c.Ledger.DropClaim(cl.Name)
+	if !replan {
+		return
+	}
+	var pods []*corev1.Pod
+	for _, ref := range cl.Spec.Pods {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
+	}
+	c.Activate(pods)
 }

@@ -78,6 +78,19 @@ func (p *Provider) Launches() int {
 	return p.launches
 }
 
+// AddInstance adds an instance as if someone had launched it (a launch whose answer was lost, one
+// made before a restart, or somebody else's), with the tags and launch time it says; an empty
+// state is running.
+func (p *Provider) AddInstance(in cloud.Instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in.State == "" {
+		in.State = cloud.StateRunning
+	}
+	in.Tags = maps.Clone(in.Tags)
+	p.instances = append(p.instances, &in)
+}
+
 // SetState changes an instance's state, as a console action or EC2 itself would.
 func (p *Provider) SetState(id, state string) {
 	p.mu.Lock()
