@@ -23,6 +23,10 @@ type Cluster struct {
 	// all are every node, open to pods or not, by name; infos their NodeInfos in nodes' order.
 	all   map[string]*clusterNode
 	infos []fwk.NodeInfo
+	// scratch are Repack's nodes of the cluster, one per open node in nodes' order, made on the
+	// first question and reset for each next one: a pass asks hundreds of questions of the same
+	// nodes, and they are asked one at a time (Repack puts trial pods on the shared NodeInfos).
+	scratch []openNode
 }
 
 type clusterNode struct {
@@ -105,11 +109,21 @@ func (pl *Planner) Repack(ctx context.Context, cl *Cluster, removed []string, po
 			ps.removed = append(ps.removed, cn)
 		}
 	}
-	for _, cn := range cl.nodes {
-		if !gone[cn.name] {
-			ps.nodes = append(ps.nodes, &openNode{name: cn.name, template: -1, capacity: cn.capacity, info: cn.info,
-				used: append(vec(nil), cn.used...), classes: map[*class]bool{}})
+	if cl.scratch == nil {
+		cl.scratch = make([]openNode, len(cl.nodes))
+		for i, cn := range cl.nodes {
+			cl.scratch[i] = openNode{name: cn.name, template: -1, capacity: cn.capacity, info: cn.info, classes: map[*class]bool{}}
 		}
+	}
+	for i, cn := range cl.nodes {
+		if gone[cn.name] {
+			continue
+		}
+		n := &cl.scratch[i]
+		n.used = append(n.used[:0], cn.used...)
+		n.pods, n.members = n.pods[:0], n.members[:0]
+		clear(n.classes)
+		ps.nodes = append(ps.nodes, n)
 	}
 	existing := len(ps.nodes)
 	plan := ps.run(pods)

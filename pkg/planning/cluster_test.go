@@ -267,3 +267,47 @@ func amount(d *dims, v vec, name corev1.ResourceName) int64 {
 	}
 	return 0
 }
+
+// TestRepackQuestionsDoNotLeak: a cluster reuses its nodes from question to question, so each
+// question must start from the cluster as it runs: a pod placed on a node by one question takes
+// no room in the next, and a node the last question removed is open again.
+func TestRepackQuestionsDoNotLeak(t *testing.T) {
+	large := m5LargeIn1a(t)
+	nodeA, nodeB, nodeC := nodeNamed(large, "a"), nodeNamed(large, "b"), nodeNamed(large, "c")
+	// a runs a pod taking most of a node's cpu, b one leaving no room for any other, c a small one.
+	onA, onB, onC := pod(t, "x", "1200m", "1Gi", nil), pod(t, "y", "1800m", "1Gi", nil), pod(t, "z", "300m", "1Gi", nil)
+	onA.Pod.Spec.NodeName, onB.Pod.Spec.NodeName, onC.Pod.Spec.NodeName = "a", "b", "c"
+	all := []*corev1.Pod{onA.Pod, onB.Pod, onC.Pod}
+	fw := offline(t)
+	fw.SetSnapshot([]*corev1.Node{nodeA, nodeB, nodeC}, all)
+	defer fw.SetSnapshot(nil, nil)
+	moving := func(p *Pod) []*Pod {
+		c := p.Pod.DeepCopy()
+		c.Spec.NodeName = ""
+		return []*Pod{NewPod(c, filterFor(t, c))}
+	}
+	cl := NewCluster([]*corev1.Node{nodeA, nodeB, nodeC}, all, nil)
+	for i, q := range []struct {
+		remove string
+		pod    *Pod
+		// want is the node the pod moves to ("": nowhere).
+		want string
+	}{
+		{remove: "a", pod: onA, want: "c"},
+		// c took a's pod in the last question only: it has room for it again.
+		{remove: "a", pod: onA, want: "c"},
+		// a, removed in the last question, is open again: c's pod goes there (b has no room).
+		{remove: "c", pod: onC, want: "a"},
+		// and the trial pod it took there is gone again.
+		{remove: "a", pod: onA, want: "c"},
+	} {
+		r := (&Planner{}).Repack(context.Background(), cl, []string{q.remove}, moving(q.pod))
+		got := ""
+		for _, node := range r.Moves {
+			got = node
+		}
+		if got != q.want {
+			t.Errorf("question %d (without %s): %s's pod moves to %q, want %q", i, q.remove, q.remove, got, q.want)
+		}
+	}
+}
