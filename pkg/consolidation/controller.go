@@ -237,37 +237,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	if reserved == nil {
 		reserved = map[string]bool{}
 	}
-	var candidates []*ownedNode
-	for _, o := range s.owned {
-		switch {
-		case instanceGoing(o.node):
-			// Stopping or terminating: nothing to drain, nothing to wait for.
-			reserved[o.node.Name] = true
-			c.finish(ctx, o, false)
-		case lifecycle.Deleting(o.claim, o.node):
-			draining = true
-			reserved[o.node.Name] = true // going: no pod is planned onto it this pass
-			c.deletionStep(ctx, o, podsOn[o.node.Name])
-		case disrupting(o.node) && interruption(o.node) != "":
-			draining = true
-			c.forcedDrainStep(ctx, o, podsOn[o.node.Name], interruptedDecision(o, nil, s.now), false)
-		case disrupting(o.node):
-			draining = true
-			c.drainStep(ctx, o, podsOn[o.node.Name])
-		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
-			// Being replaced, a replacement, or just decided about: not a candidate now.
-			if interruption(o.node) != "" {
-				draining = true // its replacements are watched closely
-			}
-		case interruption(o.node) != "":
-			// Interrupted: decided about this pass whatever its state.
-			draining = true
-			candidates = append(candidates, o)
-		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node) && o.claim.Status.InitializedAt != nil:
-			// A node not yet initialized is capacity still arriving, never a candidate.
-			candidates = append(candidates, o)
-		}
-	}
+	candidates, draining := c.triage(ctx, s, podsOn, reserved)
 	s.owned = candidates
 	s.excluded = reserved
 	if c.Launcher != nil && c.Offerings != nil && len(candidates) > 0 {
@@ -313,6 +283,44 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 		draining = true
 	}
 	return draining
+}
+
+// triage moves every drain under way along and returns the owned nodes a decision may take:
+// interrupted ones whatever their state, and those Ready, initialized and not cordoned that
+// nothing else holds. reserved gains the nodes no pod may be planned onto this pass. It says
+// whether a drain is under way.
+func (c *Controller) triage(ctx context.Context, s *snapshot, podsOn map[string][]*corev1.Pod, reserved map[string]bool) (candidates []*ownedNode, draining bool) {
+	for _, o := range s.owned {
+		switch {
+		case instanceGoing(o.node):
+			// Stopping or terminating: nothing to drain, nothing to wait for.
+			reserved[o.node.Name] = true
+			c.finish(ctx, o, false)
+		case lifecycle.Deleting(o.claim, o.node):
+			draining = true
+			reserved[o.node.Name] = true // going: no pod is planned onto it this pass
+			c.deletionStep(ctx, o, podsOn[o.node.Name])
+		case disrupting(o.node) && interruption(o.node) != "":
+			draining = true
+			c.forcedDrainStep(ctx, o, podsOn[o.node.Name], interruptedDecision(o, nil, s.now), false)
+		case disrupting(o.node):
+			draining = true
+			c.drainStep(ctx, o, podsOn[o.node.Name])
+		case reserved[o.node.Name] || c.recentlyDecided(o.node.Name):
+			// Being replaced, a replacement, or just decided about: not a candidate now.
+			if interruption(o.node) != "" {
+				draining = true // its replacements are watched closely
+			}
+		case interruption(o.node) != "":
+			// Interrupted: decided about this pass whatever its state.
+			draining = true
+			candidates = append(candidates, o)
+		case !o.node.Spec.Unschedulable && lifecycle.Ready(o.node) && !lifecycle.Starting(c.Args, o.node) && o.claim.Status.InitializedAt != nil:
+			// A node not yet initialized is capacity still arriving, never a candidate.
+			candidates = append(candidates, o)
+		}
+	}
+	return candidates, draining
 }
 
 // snapshot reads what a pass needs from the caches.
@@ -370,6 +378,13 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	s.scaledUpAt = lastScaleUp(claims, c.scaledUpAt)
 	s.creating = len(owing) > 0
 	s.arriving = append(pending, leavingDrainedNodes(nodes, s.pods, s.pdbs, s.now)...)
+	c.ownedNodes(s, nodes, claims, nominated)
+	return s, nil
+}
+
+// ownedNodes fills s with the nodes Tailor owns, each with how long it has been idle, and each
+// pool's budget left. nominated are the nodes pods are on their way to.
+func (c *Controller) ownedNodes(s *snapshot, nodes []*corev1.Node, claims []*v1alpha1.Claim, nominated map[string]bool) {
 	poolNodes, poolDisrupting := map[string]int{}, map[string]int{}
 	// Nodes waiting for their replacements count against the budget as if already draining.
 	replaced := map[string]bool{}
@@ -396,20 +411,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		if o == nil {
 			continue
 		}
-		o.idleSince = c.started
-		if t := o.node.CreationTimestamp.Time; t.After(o.idleSince) {
-			o.idleSince = t
-		}
-		if t := o.claim.Status.InitializedAt; t != nil && t.After(o.idleSince) {
-			// No pod could land before: a node just usable has not been idle yet.
-			o.idleSince = t.Time
-		}
-		if t, ok := c.activity[n.Name]; ok && t.After(o.idleSince) {
-			o.idleSince = t
-		}
-		if nominated[n.Name] {
-			o.idleSince = s.now // pods are on their way to it
-		}
+		o.idleSince = c.idleSince(o, nominated[n.Name], s.now)
 		s.owned = append(s.owned, o)
 		poolNodes[o.pool.Name]++
 		if t, ok := c.decided[n.Name]; disrupting(n) || replaced[n.Name] || ok && s.now.Sub(t) < decidedMemory {
@@ -420,7 +422,27 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		p := &c.Args.Pools[i]
 		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
 	}
-	return s, nil
+}
+
+// idleSince is when a pod last arrived on or left the owned node: not before this process
+// started watching, the node was created or it became usable; now if pods are on their way to
+// it. Callers hold c.mu.
+func (c *Controller) idleSince(o *ownedNode, nominated bool, now time.Time) time.Time {
+	if nominated {
+		return now
+	}
+	since := c.started
+	if t := o.node.CreationTimestamp.Time; t.After(since) {
+		since = t
+	}
+	if t := o.claim.Status.InitializedAt; t != nil && t.After(since) {
+		// No pod could land before: a node just usable has not been idle yet.
+		since = t.Time
+	}
+	if t, ok := c.activity[o.node.Name]; ok && t.After(since) {
+		since = t
+	}
+	return since
 }
 
 // awaitedNodes are the nodes of claims launched for pods still pending, created less than
