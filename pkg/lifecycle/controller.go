@@ -32,7 +32,6 @@ import (
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
-	"github.com/tailor-eks/tailor/pkg/ledger"
 )
 
 // Defaults for the sweep; RegistrationTimeout comes from the plugin args.
@@ -60,13 +59,11 @@ type Controller struct {
 	Args         *config.TailorArgs
 	Cloud        cloud.Provider
 	Claims       *claims.Store
-	Ledger       *ledger.Ledger
 	Launcher     Launcher
 	Client       kubernetes.Interface
 	Nodes        corelisters.NodeLister
 	NodeInformer cache.SharedIndexInformer
 	Recorder     events.EventRecorder
-	Activate     func([]*corev1.Pod)
 	// Observed learns each instance type's real allocatable from the nodes that register.
 	Observed    *catalog.Observed
 	SweepPeriod time.Duration
@@ -268,7 +265,7 @@ func (c *Controller) sweep(ctx context.Context) {
 				c.instanceGone(ctx, cl, running)
 			}
 		case v1alpha1.ClaimFailed:
-			c.remove(ctx, cl, running, "its launch failed: "+cl.Status.Message, false)
+			c.remove(ctx, cl, running, "its launch failed: "+cl.Status.Message)
 		}
 	}
 	c.collectOrphans(ctx, live, nodeOf, now)

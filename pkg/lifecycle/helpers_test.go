@@ -23,7 +23,6 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
 	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
-	"github.com/tailor-eks/tailor/pkg/ledger"
 )
 
 // testNow is the time of every stage test.
@@ -37,8 +36,6 @@ type harness struct {
 	claims   *claimsfake.Clientset
 	kube     *fake.Clientset
 	launcher *fakeLauncher
-	// activated are the pods the controller asked the scheduler to try again.
-	activated []string
 }
 
 // newHarness starts a controller's stores on the claims, nodes and instances given.
@@ -71,14 +68,9 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	h.c = &Controller{
 		Args: &config.TailorArgs{ClusterName: "c", RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
 			Pools: []config.Pool{{Name: "default"}}},
-		Cloud: h.cloud, Claims: store, Ledger: ledger.New(), Launcher: h.launcher, Client: h.kube,
+		Cloud: h.cloud, Claims: store, Launcher: h.launcher, Client: h.kube,
 		Nodes: corelisters.NewNodeLister(indexer), Recorder: events.NewFakeRecorder(100), OrphanGrace: DefaultOrphanGrace,
 		Clock: clocktesting.NewFakePassiveClock(testNow),
-		Activate: func(pods []*corev1.Pod) {
-			for _, p := range pods {
-				h.activated = append(h.activated, p.Name)
-			}
-		},
 	}
 	return h
 }
@@ -146,7 +138,8 @@ func (l *fakeLauncher) InFlight(claim string) bool {
 	return l.inFlight[claim]
 }
 
-// claimIn is a claim of the default pool in phase, for pod "p-<name>", created and launched at
+// claimIn is a claim of the default pool in phase, for pod "p-<name>" (a removed claim's pods
+// are planned again by provisioning, which follows the claims: TestReleaseReplansTheWaitingPods), created and launched at
 // the times given (zero: never launched), with the termination finalizer.
 func claimIn(name string, phase v1alpha1.ClaimPhase, instanceID string, created, launched time.Time) *v1alpha1.Claim {
 	cl := &v1alpha1.Claim{

@@ -48,7 +48,7 @@ func (c *Controller) checkInitialized(ctx context.Context, cl *v1alpha1.Claim, r
 	if cl.Status.LaunchedAt != nil && now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
 		c.Recorder.Eventf(n, nil, corev1.EventTypeWarning, "InitializationTimedOut", "Registration",
 			"not Ready without startup taints within %s of its launch; Tailor terminates it and plans its pods again", c.Args.RegistrationTimeout.Duration)
-		c.remove(ctx, cl, running, fmt.Sprintf("its node did not become Ready without startup taints within %s", c.Args.RegistrationTimeout.Duration), true)
+		c.remove(ctx, cl, running, fmt.Sprintf("its node did not become Ready without startup taints within %s", c.Args.RegistrationTimeout.Duration))
 	}
 }
 

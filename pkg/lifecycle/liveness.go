@@ -24,7 +24,7 @@ func (c *Controller) instanceGone(ctx context.Context, cl *v1alpha1.Claim, runni
 		if err == nil {
 			c.releaseDeletingNode(ctx, n, cl, running)
 		}
-		c.remove(ctx, cl, running, "its instance and node are gone", true)
+		c.remove(ctx, cl, running, "its instance and node are gone")
 	}
 }
 

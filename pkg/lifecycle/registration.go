@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -50,38 +51,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if pool == nil {
 		return fmt.Errorf("claim %s names pool %q, which is not configured", cl.Name, cl.Spec.Pool)
 	}
-	// The planner matched pods against the instance labels of the type; the node must carry them.
-	it, ok, err := c.Cloud.InstanceType(ctx, cl.Status.InstanceType)
-	if err != nil {
-		return err
-	}
-	var typeLabels map[string]string
-	if ok {
-		typeLabels = catalog.Labels(&it)
-	}
-	// The first try updates the informer's copy; a conflict reads the node afresh. Each round
-	// trip counts: the batch's pods wait for this node.
-	n := node
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if n == nil {
-			if n, err = c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return err
-			}
-		}
-		n = n.DeepCopy()
-		n.Labels = nodeshape.RegisteredLabels(n.Labels, pool, typeLabels, cl.Spec.CapacityType, cl.Name)
-		// Deleting the node drains it and terminates the instance before the Node goes.
-		if !slices.Contains(n.Finalizers, v1alpha1.FinalizerTermination) {
-			n.Finalizers = append(n.Finalizers, v1alpha1.FinalizerTermination)
-		}
-		n.Spec.Taints = nodeshape.RegisteredTaints(n.Spec.Taints, pool)
-		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			n = nil
-		}
-		return err
-	})
-	if err != nil {
+	if err := c.labelRegistered(ctx, node, cl, pool); err != nil {
 		return err
 	}
 	firstRegistration := cl.Status.Phase != v1alpha1.ClaimRegistered
@@ -108,13 +78,48 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if err != nil || skip {
 		return err
 	}
-	c.Ledger.SetNodeName(cl.Name, node.Name)
 	if firstRegistration && cl.Status.LaunchedAt != nil {
 		metrics.RegistrationDuration.WithLabelValues(cl.Spec.Pool).Observe(now.Sub(cl.Status.LaunchedAt.Time).Seconds())
 	}
 	klog.FromContext(ctx).Info("Registered", "node", node.Name, "claim", cl.Name, "instance", cl.Status.InstanceID)
 	c.Recorder.Eventf(node, nil, corev1.EventTypeNormal, "Registered", "Registration", "matched to claim %s (%s, pool %s)", cl.Name, cl.Status.InstanceType, cl.Spec.Pool)
 	return nil
+}
+
+// labelRegistered gives the claim's node the labels, taints and finalizer the plan promised: the
+// planner matched pods against the instance labels of the type, so the node must carry them.
+func (c *Controller) labelRegistered(ctx context.Context, node *corev1.Node, cl *v1alpha1.Claim, pool *config.Pool) error {
+	name := node.Name
+	it, ok, err := c.Cloud.InstanceType(ctx, cl.Status.InstanceType)
+	if err != nil {
+		return err
+	}
+	var typeLabels map[string]string
+	if ok {
+		typeLabels = catalog.Labels(&it)
+	}
+	// The first try updates the informer's copy; a conflict reads the node afresh. Each round
+	// trip counts: the batch's pods wait for this node.
+	n := node
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if n == nil {
+			if n, err = c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		n = n.DeepCopy()
+		n.Labels = nodeshape.RegisteredLabels(n.Labels, pool, typeLabels, cl.Spec.CapacityType, cl.Name)
+		// Deleting the node drains it and terminates the instance before the Node goes.
+		if !slices.Contains(n.Finalizers, v1alpha1.FinalizerTermination) {
+			n.Finalizers = append(n.Finalizers, v1alpha1.FinalizerTermination)
+		}
+		n.Spec.Taints = nodeshape.RegisteredTaints(n.Spec.Taints, pool)
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			n = nil
+		}
+		return err
+	})
 }
 
 // checkRegistered gives up a Launched claim whose node has not registered: its instance vanished
@@ -125,8 +130,8 @@ func (c *Controller) checkRegistered(ctx context.Context, cl *v1alpha1.Claim, ru
 		return
 	}
 	if _, ok := running[cl.Status.InstanceID]; !ok && now.Sub(cl.Status.LaunchedAt.Time) > time.Minute {
-		c.remove(ctx, cl, running, "its instance is gone before its node registered", true)
+		c.remove(ctx, cl, running, "its instance is gone before its node registered")
 	} else if now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
-		c.remove(ctx, cl, running, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration), true)
+		c.remove(ctx, cl, running, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration))
 	}
 }

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -88,8 +87,7 @@ func (c *Controller) releaseDeletingNode(ctx context.Context, node *corev1.Node,
 }
 
 // removeDeletedClaim finishes the deletion of a claim that never registered a node: its
-// instance, if one was launched, is terminated (it carries no pods), the claim goes and the
-// pods that waited for it are planned again.
+// instance, if one was launched, is terminated (it carries no pods) and the claim goes.
 func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, nodeOf map[string]*corev1.Node) {
 	logger := klog.FromContext(ctx)
 	if c.Launcher.InFlight(cl.Name) {
@@ -120,13 +118,7 @@ func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim,
 		logger.Error(err, "Cannot finish deleting claim; will retry", "claim", cl.Name)
 		return
 	}
-	c.Ledger.DropClaim(cl.Name)
 	logger.Info("Deleted claim removed", "claim", cl.Name, "phase", cl.Status.Phase, "instance", cl.Status.InstanceID)
-	var pods []*corev1.Pod
-	for _, ref := range cl.Spec.Pods {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
-	}
-	c.Activate(pods)
 }
 
 // addFinalizer puts Tailor's termination finalizer on a claim that lacks it.
@@ -138,10 +130,9 @@ func (c *Controller) addFinalizer(ctx context.Context, cl *v1alpha1.Claim) {
 	}
 }
 
-// remove terminates a claim's instance, deletes the claim and, if replan, asks the scheduler to
-// plan its pods again (a failed launch has already done so). running holds the cluster's live
-// instances: an instance is terminated only if its own tags name this claim.
-func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, why string, replan bool) {
+// remove terminates a claim's instance and deletes the claim. running holds the cluster's live
+// instances: an instance is terminated only if it is the claim's (InstanceOf).
+func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, why string) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Removing claim", "claim", cl.Name, "instance", cl.Status.InstanceID, "reason", why)
 	if in, ok := running[cl.Status.InstanceID]; ok && InstanceOf(cl, in) {
@@ -154,13 +145,4 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 		logger.Error(err, "Cannot delete claim; will retry", "claim", cl.Name)
 		return
 	}
-	c.Ledger.DropClaim(cl.Name)
-	if !replan {
-		return
-	}
-	var pods []*corev1.Pod
-	for _, ref := range cl.Spec.Pods {
-		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: types.UID(ref.UID)}})
-	}
-	c.Activate(pods)
 }

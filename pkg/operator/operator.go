@@ -195,9 +195,9 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	}
 	launcher := o.Provisioner.Launcher()
 	o.lifecycle = &lifecycle.Controller{
-		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger, Launcher: launcher,
+		Args: args, Cloud: provider, Claims: store, Launcher: launcher,
 		Client: cs.controllers, Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
-		Recorder: h.EventRecorder(), Activate: activate, Observed: observed,
+		Recorder: h.EventRecorder(), Observed: observed,
 	}
 	o.consolidation = &consolidation.Controller{
 		Args: args, Cloud: provider, Claims: store, Client: cs.controllers,

@@ -478,13 +478,25 @@ func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v
 	return updated, err
 }
 
-// Release drops a deleted claim from the ledger and asks the scheduler to plan its waiting pods
-// again.
+// Release drops a deleted claim from the ledger and asks the scheduler to plan again the pods
+// that were still waiting on it, whoever deleted it (the lifecycle's timeouts, a drain, a user).
 func (l *Launcher) Release(c *v1alpha1.Claim) {
 	l.limits.forget(c.Name) // gone: it no longer counts against its pool's limits
-	if len(l.Ledger.DropClaim(c.Name)) > 0 {
-		l.Activate(l.claimPods(c))
+	dropped := l.Ledger.DropClaim(c.Name)
+	if len(dropped) == 0 {
+		return
 	}
+	waited := make(map[types.UID]bool, len(dropped))
+	for _, uid := range dropped {
+		waited[uid] = true
+	}
+	var pods []*corev1.Pod
+	for _, p := range l.claimPods(c) {
+		if waited[p.UID] {
+			pods = append(pods, p)
+		}
+	}
+	l.Activate(pods)
 }
 
 func (l *Launcher) claimPods(c *v1alpha1.Claim) []*corev1.Pod {

@@ -160,6 +160,47 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 	}
 }
 
+// TestReleaseReplansTheWaitingPods: a deleted claim, whoever deleted it (the lifecycle's
+// timeouts, a user, a drain), is released from the ledger and the pods still waiting on it are
+// planned again; pods that bound or wait on another claim stay as they are.
+func TestReleaseReplansTheWaitingPods(t *testing.T) {
+	w := newLauncherWorld(t)
+	var activated []string
+	w.l.Activate = func(ps []*corev1.Pod) {
+		for _, p := range ps {
+			activated = append(activated, p.Name)
+		}
+	}
+	c := w.claim(t, "waits")
+	for _, name := range []string{"moved", "bound"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
+		if name == "bound" {
+			p.Spec.NodeName = "node-1"
+		}
+		if err := w.pods.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Pods = append(c.Spec.Pods, v1alpha1.PodRef{Namespace: "default", Name: name, UID: string(p.UID)})
+	}
+	w.l.Ledger.Add(c.Name, "", []types.UID{"uid-waits", "uid-moved"})
+	w.l.Ledger.Add("other", "", []types.UID{"uid-moved"})
+	w.l.Release(c)
+	if !slices.Equal(activated, []string{"waits"}) {
+		t.Errorf("activated %v, want the pod still waiting on the released claim", activated)
+	}
+	if r, ok := w.l.Ledger.Lookup("uid-waits"); ok {
+		t.Errorf("the released claim's pod still waits on %s", r.Claim)
+	}
+	if r, ok := w.l.Ledger.Lookup("uid-moved"); !ok || r.Claim != "other" {
+		t.Errorf("the pod planned onto another claim waits on %+v, want other", r)
+	}
+	activated = nil
+	w.l.Release(c) // released twice (a relist's tombstone): nothing waits on it any more
+	if len(activated) != 0 {
+		t.Errorf("a second release activated %v", activated)
+	}
+}
+
 // A claim's launch request is resolved from its pool once and recorded on the claim before it is
 // sent. An attempt after a crash sends the recorded request, even from a copy of the claim read
 // before it was recorded and after the pool's image alias moved to a new AMI: with the same
