@@ -109,16 +109,16 @@ func TestLaunchBacksOffOnThrottling(t *testing.T) {
 	}
 }
 
-// Once a claim's node is initialized (Ready, no startup taint left), the pods still waiting for
-// it in the ledger are tried again: one the node refused while it was starting waits for no
-// event the scheduler retries it on. Pods bound meanwhile, or planned onto another claim, are
-// left alone, and so is every other change of the claim.
-func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
+// newWaitingClaim is a launcher world with claim "waits" for pod waits, and two more of its pods:
+// moved (which the caller may plan onto another claim) and bound (bound to node-1). The pods
+// the launcher activates are recorded, by name.
+func newWaitingClaim(t *testing.T) (*launcherWorld, *v1alpha1.Claim, *[]string) {
+	t.Helper()
 	w := newLauncherWorld(t)
-	var activated []string
+	activated := &[]string{}
 	w.l.Activate = func(ps []*corev1.Pod) {
 		for _, p := range ps {
-			activated = append(activated, p.Name)
+			*activated = append(*activated, p.Name)
 		}
 	}
 	c := w.claim(t, "waits")
@@ -132,6 +132,15 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 		}
 		c.Spec.Pods = append(c.Spec.Pods, v1alpha1.PodRef{Namespace: "default", Name: name, UID: string(p.UID)})
 	}
+	return w, c, activated
+}
+
+// Once a claim's node is initialized (Ready, no startup taint left), the pods still waiting for
+// it in the ledger are tried again: one the node refused while it was starting waits for no
+// event the scheduler retries it on. Pods bound meanwhile, or planned onto another claim, are
+// left alone, and so is every other change of the claim.
+func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
+	w, c, activated := newWaitingClaim(t)
 	w.l.Ledger.Add(c.Name, "node-1", []types.UID{"uid-waits", "uid-moved"})
 	w.l.Ledger.Add("other", "", []types.UID{"uid-moved"})
 
@@ -146,17 +155,17 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 	}
 	launched := next(c, func(st *v1alpha1.ClaimStatus) { st.Phase, st.NodeName = v1alpha1.ClaimLaunched, "node-1" })
 	registered := next(launched, func(st *v1alpha1.ClaimStatus) { st.Phase = v1alpha1.ClaimRegistered })
-	if len(activated) != 0 {
-		t.Fatalf("activated %v before the node was initialized", activated)
+	if len(*activated) != 0 {
+		t.Fatalf("activated %v before the node was initialized", *activated)
 	}
 	now := metav1.Now()
 	initialized := next(registered, func(st *v1alpha1.ClaimStatus) { st.InitializedAt = &now })
-	if !slices.Equal(activated, []string{"waits"}) {
-		t.Errorf("activated %v once the node was initialized, want only the pod still waiting on the claim", activated)
+	if !slices.Equal(*activated, []string{"waits"}) {
+		t.Errorf("activated %v once the node was initialized, want only the pod still waiting on the claim", *activated)
 	}
 	next(initialized, func(st *v1alpha1.ClaimStatus) { st.PricePerHour = "0.1" })
-	if len(activated) != 1 {
-		t.Errorf("activated %v, want the waiting pod once", activated)
+	if len(*activated) != 1 {
+		t.Errorf("activated %v, want the waiting pod once", *activated)
 	}
 }
 
@@ -164,29 +173,12 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 // timeouts, a user, a drain), is released from the ledger and the pods still waiting on it are
 // planned again; pods that bound or wait on another claim stay as they are.
 func TestReleaseReplansTheWaitingPods(t *testing.T) {
-	w := newLauncherWorld(t)
-	var activated []string
-	w.l.Activate = func(ps []*corev1.Pod) {
-		for _, p := range ps {
-			activated = append(activated, p.Name)
-		}
-	}
-	c := w.claim(t, "waits")
-	for _, name := range []string{"moved", "bound"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
-		if name == "bound" {
-			p.Spec.NodeName = "node-1"
-		}
-		if err := w.pods.Add(p); err != nil {
-			t.Fatal(err)
-		}
-		c.Spec.Pods = append(c.Spec.Pods, v1alpha1.PodRef{Namespace: "default", Name: name, UID: string(p.UID)})
-	}
+	w, c, activated := newWaitingClaim(t)
 	w.l.Ledger.Add(c.Name, "", []types.UID{"uid-waits", "uid-moved"})
 	w.l.Ledger.Add("other", "", []types.UID{"uid-moved"})
 	w.l.Release(c)
-	if !slices.Equal(activated, []string{"waits"}) {
-		t.Errorf("activated %v, want the pod still waiting on the released claim", activated)
+	if !slices.Equal(*activated, []string{"waits"}) {
+		t.Errorf("activated %v, want the pod still waiting on the released claim", *activated)
 	}
 	if r, ok := w.l.Ledger.Lookup("uid-waits"); ok {
 		t.Errorf("the released claim's pod still waits on %s", r.Claim)
@@ -194,10 +186,10 @@ func TestReleaseReplansTheWaitingPods(t *testing.T) {
 	if r, ok := w.l.Ledger.Lookup("uid-moved"); !ok || r.Claim != "other" {
 		t.Errorf("the pod planned onto another claim waits on %+v, want other", r)
 	}
-	activated = nil
+	*activated = nil
 	w.l.Release(c) // released twice (a relist's tombstone): nothing waits on it any more
-	if len(activated) != 0 {
-		t.Errorf("a second release activated %v", activated)
+	if len(*activated) != 0 {
+		t.Errorf("a second release activated %v", *activated)
 	}
 }
 
