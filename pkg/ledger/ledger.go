@@ -80,6 +80,13 @@ func (l *Ledger) Pods(claim string) []types.UID {
 	return out
 }
 
+// Waits says whether any pod waits on the claim.
+func (l *Ledger) Waits(claim string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.claims[claim]) > 0
+}
+
 // Waiting counts the pods planned onto claims and not yet given a node by the scheduler.
 func (l *Ledger) Waiting() int {
 	l.mu.Lock()

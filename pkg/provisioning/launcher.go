@@ -58,8 +58,8 @@ type Launcher struct {
 	mu       sync.Mutex
 	inflight map[string]bool
 	// waited and kept hold the claims LaunchAsync was given, those with pods waiting and those
-	// only kept for pods still to come, launched in that order by up to maxLaunchesInFlight
-	// workers (running counts them): every claim a pod waits on goes before any of the others.
+	// only kept for pods still to come, launched by up to maxLaunchesInFlight workers (running
+	// counts them): every claim a pod waits on, by then, goes before any of the others.
 	waited, kept []queuedLaunch
 	running      int
 
@@ -217,25 +217,42 @@ func (l *Launcher) LaunchAsync(ctx context.Context, c *v1alpha1.Claim) {
 	}
 }
 
-// work launches queued claims, waited-on first, each queue oldest first, until both are empty.
+// work launches queued claims, waited-on first (see dequeue), until both queues are empty.
 func (l *Launcher) work() {
 	for {
 		l.mu.Lock()
-		queue := &l.waited
-		if len(*queue) == 0 {
-			queue = &l.kept
-		}
-		if len(*queue) == 0 {
+		next, ok := l.dequeue()
+		if !ok {
 			l.running--
 			l.mu.Unlock()
 			return
 		}
-		next := (*queue)[0]
-		(*queue)[0] = queuedLaunch{}
-		*queue = (*queue)[1:]
 		l.mu.Unlock()
 		l.launchClaim(next.ctx, next.claim)
 	}
+}
+
+// dequeue takes the next claim to launch: the oldest a pod waits on, whether it had pods when it
+// was queued or pods have filled its room for expected ones since (a rollout's pods arrive after
+// the claims planned for them), then the oldest of the others. Callers hold l.mu.
+func (l *Launcher) dequeue() (queuedLaunch, bool) {
+	take := func(q *[]queuedLaunch, i int) queuedLaunch {
+		next := (*q)[i]
+		*q = slices.Delete(*q, i, i+1)
+		return next
+	}
+	if len(l.waited) > 0 {
+		return take(&l.waited, 0), true
+	}
+	for i, q := range l.kept {
+		if l.Ledger.Waits(q.claim.Name) {
+			return take(&l.kept, i), true
+		}
+	}
+	if len(l.kept) > 0 {
+		return take(&l.kept, 0), true
+	}
+	return queuedLaunch{}, false
 }
 
 // Launch launches a recorded claim and records the result. It is safe to call again for the

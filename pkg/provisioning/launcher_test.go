@@ -346,6 +346,19 @@ func (g *gatedCloud) seen() []string {
 	return slices.Clone(g.reached)
 }
 
+// launchAsync records a claim for one pod (kept: for expected pods only, as a rollout's claims
+// are before its pods exist) and hands it to LaunchAsync; it returns the claim's UID, which the
+// gated cloud sees.
+func (w *launcherWorld) launchAsync(t *testing.T, name string, kept bool) string {
+	t.Helper()
+	c := w.claim(t, name)
+	if kept {
+		c.Spec.Pods = nil
+	}
+	w.l.LaunchAsync(context.Background(), c)
+	return string(c.UID)
+}
+
 // Claims given to LaunchAsync go to EC2 in that order, maxLaunchesInFlight at a time, and a
 // claim pods wait on goes before claims only kept for pods still to come, even ones given
 // earlier: whatever the scheduling of goroutines.
@@ -353,14 +366,7 @@ func TestLaunchAsyncKeepsTheOrder(t *testing.T) {
 	w := newLauncherWorld(t)
 	gated := &gatedCloud{Provider: w.cloud, gate: make(chan struct{})}
 	w.l.Cloud = gated
-	launch := func(name string, kept bool) string {
-		c := w.claim(t, name)
-		if kept {
-			c.Spec.Pods = nil
-		}
-		w.l.LaunchAsync(context.Background(), c)
-		return string(c.UID)
-	}
+	launch := func(name string, kept bool) string { return w.launchAsync(t, name, kept) }
 	var first []string
 	for i := 0; i < maxLaunchesInFlight; i++ {
 		first = append(first, launch("c"+strconv.Itoa(i), false))
@@ -375,15 +381,38 @@ func TestLaunchAsyncKeepsTheOrder(t *testing.T) {
 		t.Fatalf("first launches %v, want the first %d claims %v", got, maxLaunchesInFlight, first)
 	}
 	// One launch at a time from here: each freed worker takes the next claim in line.
-	for _, want := range []string{waited, keptA, keptB} {
-		n := len(gated.seen())
-		gated.gate <- struct{}{}
-		waitUntil(t, "the next launch to reach EC2", func() bool { return len(gated.seen()) == n+1 })
-		if next := gated.seen()[n]; next != want {
-			t.Fatalf("launch %d was %s, want %s", n+1, next, want)
+	gated.releaseInOrder(t, waited, keptA, keptB)
+}
+
+// TestLaunchAsyncPutsNewlyWaitedClaimsFirst: a claim queued for expected pods only goes before
+// the other such claims once pods of the rollout fill its room and wait on it.
+func TestLaunchAsyncPutsNewlyWaitedClaimsFirst(t *testing.T) {
+	w := newLauncherWorld(t)
+	gated := &gatedCloud{Provider: w.cloud, gate: make(chan struct{})}
+	w.l.Cloud = gated
+	launch := func(name string, kept bool) string { return w.launchAsync(t, name, kept) }
+	for i := 0; i < maxLaunchesInFlight; i++ {
+		launch("c"+strconv.Itoa(i), false)
+	}
+	keptA, keptB := launch("kept-a", true), launch("kept-b", true)
+	waitUntil(t, "the first launches to reach EC2", func() bool { return len(gated.seen()) == maxLaunchesInFlight })
+	w.l.Ledger.Add("kept-b", "", []types.UID{"uid-arrived"}) // a pod of the rollout filled kept-b
+	gated.releaseInOrder(t, keptB, keptA)
+}
+
+// releaseInOrder lets one launch through at a time and checks that the claims reach EC2 in the
+// order given (by UID), then lets every other launch through.
+func (g *gatedCloud) releaseInOrder(t *testing.T, want ...string) {
+	t.Helper()
+	for _, uid := range want {
+		n := len(g.seen())
+		g.gate <- struct{}{}
+		waitUntil(t, "the next launch to reach EC2", func() bool { return len(g.seen()) == n+1 })
+		if next := g.seen()[n]; next != uid {
+			t.Fatalf("launch %d was %s, want %s", n+1, next, uid)
 		}
 	}
-	close(gated.gate)
+	close(g.gate)
 }
 
 // waitUntil polls cond until it holds, failing the test if it never does.
