@@ -127,6 +127,8 @@ func (pl *Planner) Repack(ctx context.Context, cl *Cluster, removed []string, po
 	}
 	existing := len(ps.nodes)
 	plan := ps.run(pods)
+	// The plan state holds the scratch nodes the next question resets: nothing may read it later.
+	plan.state = nil
 	out := &Repacked{Plan: plan, Moves: map[types.UID]string{}}
 	logger := klog.FromContext(ctx)
 	for _, n := range ps.nodes[:existing] {

@@ -48,7 +48,9 @@ func (d *dims) vec(rl corev1.ResourceList, isPod bool) vec {
 
 // requested is what the pods of info request, as the scheduler's NodeInfo sums it (each pod's
 // requests computed once, on its PodInfo), with the pods counted in the pods dimension. The
-// NodeInfo keeps memory, storage and extended resources in units, the vector in milli-units.
+// NodeInfo keeps memory, storage and extended resources in whole units, the vector in
+// milli-units. It is the scheduler's own count of a node's room: a pod resized in place counts
+// with the larger of its spec and its status, as kube-scheduler counts it.
 func (d *dims) requested(info *framework.NodeInfo) vec {
 	r := info.Requested
 	amounts := map[corev1.ResourceName]int64{corev1.ResourcePods: int64(len(info.Pods)) * 1000, corev1.ResourceCPU: r.MilliCPU,

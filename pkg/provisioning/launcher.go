@@ -232,9 +232,10 @@ func (l *Launcher) work() {
 	}
 }
 
-// dequeue takes the next claim to launch: the oldest a pod waits on, whether it had pods when it
-// was queued or pods have filled its room for expected ones since (a rollout's pods arrive after
-// the claims planned for them), then the oldest of the others. Callers hold l.mu.
+// dequeue takes the next claim to launch: the oldest of those that had pods when they were
+// queued, then the oldest of the others that pods have come to wait on since (a rollout's pods
+// fill the claims planned for them before they existed), then the oldest of the rest. Callers
+// hold l.mu (the ledger never calls back into the launcher under its own lock).
 func (l *Launcher) dequeue() (queuedLaunch, bool) {
 	take := func(q *[]queuedLaunch, i int) queuedLaunch {
 		next := (*q)[i]
