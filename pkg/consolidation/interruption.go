@@ -123,8 +123,8 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 	return true, nil
 }
 
-// terminateOwned terminates the instance the claim recorded, if it is the claim's
-// (lifecycle.InstanceOf).
+// terminateOwned terminates the instance the claim recorded (callers check there is one), if it
+// is the claim's (lifecycle.InstanceOf).
 func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) error {
 	cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
 	defer cancel()
@@ -133,7 +133,7 @@ func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) err
 		return fmt.Errorf("describing instance %s: %w", cl.Status.InstanceID, err)
 	}
 	for _, in := range ins {
-		if cl.Status.InstanceID != "" && lifecycle.InstanceOf(cl, in) {
+		if lifecycle.InstanceOf(cl, in) {
 			return c.Cloud.Terminate(cctx, in.ID)
 		}
 	}

@@ -189,21 +189,23 @@ func (q *questions) moving(p *corev1.Pod) *planning.Pod {
 	if p.Spec.NodeName != "" {
 		c = boundTo(p, "")
 	}
+	var mp *planning.Pod
 	k, keyed := q.keys[p]
+	if !keyed {
+		mp = planning.Keyed(planning.NewPod(c, nil))
+		k = keyOf(mp)
+		q.keys[p] = k
+	}
 	proto, known := q.alike[k]
-	if !keyed || !known {
-		mp := planning.Keyed(planning.NewPod(c, nil))
-		if !keyed {
-			k = keyOf(mp)
-			q.keys[p] = k
+	if !known {
+		if mp == nil {
+			mp = planning.Keyed(planning.NewPod(c, nil))
 		}
-		if proto, known = q.alike[k]; !known {
-			if state, err := q.fw.PreFilter(q.ctx, c); err == nil {
-				mp.Filter = &planning.FilterState{Plugins: q.fw, State: state, Pod: c}
-				proto = mp
-			}
-			q.alike[k] = proto
+		if state, err := q.fw.PreFilter(q.ctx, c); err == nil {
+			mp.Filter = &planning.FilterState{Plugins: q.fw, State: state, Pod: c}
+			proto = mp
 		}
+		q.alike[k] = proto
 	}
 	if proto == nil {
 		return nil

@@ -143,6 +143,5 @@ func (c *Controller) remove(ctx context.Context, cl *v1alpha1.Claim, running map
 	}
 	if err := c.Claims.Delete(ctx, cl.Name); err != nil {
 		logger.Error(err, "Cannot delete claim; will retry", "claim", cl.Name)
-		return
 	}
 }
