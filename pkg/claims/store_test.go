@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
 	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
 )
 
@@ -60,5 +62,63 @@ func TestStoreHandsOutCopies(t *testing.T) {
 	}
 	if _, ok := s.ByInstanceID("i-2"); ok {
 		t.Error("ByInstanceID found a claim for an instance no claim has")
+	}
+}
+
+// TestUpdateFromReadsOnlyAfterAConflict: a write from the version the caller holds costs no read
+// when that version is the newest; when it is not, the write conflicts and is made again on the
+// API server's newest version, so nothing written meanwhile is lost.
+func TestUpdateFromReadsOnlyAfterAConflict(t *testing.T) {
+	tests := []struct {
+		name      string
+		held      int // which write's version the caller holds: 1 the create, 2 the update after it
+		wantCalls []string
+		wantPods  int
+	}{
+		{"held version is the newest", 2, []string{"update"}, 3},
+		{"held version is behind", 1, []string{"update", "get", "update"}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			cs := claimstest.NewClientset()
+			s := NewStoreForClient(cs)
+			versions := make([]*v1alpha1.Claim, 2)
+			c, err := s.Create(ctx, &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "general-a"}, Spec: v1alpha1.ClaimSpec{Pool: "general", PodCount: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions[0] = c.DeepCopy()
+			c.Spec.PodCount = 2
+			if versions[1], err = s.Update(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			held := versions[tt.held-1]
+			heldPods := held.Spec.PodCount
+			cs.ClearActions()
+			var written *v1alpha1.Claim
+			err = s.UpdateFrom(ctx, held, func(c *v1alpha1.Claim) error {
+				c.Spec.PodCount++
+				var err error
+				written, err = s.Update(ctx, c)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls []string
+			for _, a := range cs.Actions() {
+				calls = append(calls, a.GetVerb())
+			}
+			if !slices.Equal(calls, tt.wantCalls) {
+				t.Errorf("API calls %v, want %v", calls, tt.wantCalls)
+			}
+			if written.Spec.PodCount != tt.wantPods {
+				t.Errorf("pod count %d, want %d: not written from the newest version", written.Spec.PodCount, tt.wantPods)
+			}
+			if held.Spec.PodCount != heldPods {
+				t.Errorf("the held claim was changed: pod count %d, was %d", held.Spec.PodCount, heldPods)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
 	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
@@ -45,7 +46,7 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	for _, cl := range cls {
 		objs = append(objs, cl)
 	}
-	h := &harness{cloud: cloudfake.New([]cloud.InstanceType{{Name: "m5.large"}}, nil, nil), claims: claimsfake.NewSimpleClientset(objs...),
+	h := &harness{cloud: cloudfake.New([]cloud.InstanceType{{Name: "m5.large"}}, nil, nil), claims: claimstest.NewClientset(objs...),
 		launcher: &fakeLauncher{inFlight: map[string]bool{}}}
 	for _, in := range instances {
 		h.cloud.AddInstance(in)

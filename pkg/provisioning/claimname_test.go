@@ -12,21 +12,22 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
-	"github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
+	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
 )
 
 // The API server writes a claim but its answer is lost (a timeout): the retry, for the same
 // pods, finds that claim by its name instead of creating a second one. A retry for other pods,
 // or one after the first claim failed or its node registered, is a new claim.
 func TestCreateClaimAfterLostAnswer(t *testing.T) {
-	client := fake.NewSimpleClientset()
+	client := claimstest.NewClientset()
 	lose, generated := true, 0
 	client.PrependReactor("create", "claims", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj := a.(k8stesting.CreateAction).GetObject().(*v1alpha1.Claim)
+		generated++
 		if obj.Name == "" {
-			generated++ // the fake does not generate names
 			obj.Name = obj.GenerateName + "generated-" + strconv.Itoa(generated)
 		}
+		obj.ResourceVersion = "created-" + strconv.Itoa(generated) // the API server's, which later updates must name
 		if err := client.Tracker().Create(v1alpha1.ClaimResource, obj, ""); err != nil {
 			return true, nil, err
 		}

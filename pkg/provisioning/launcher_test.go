@@ -21,9 +21,9 @@ import (
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/fake"
-	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
@@ -46,7 +46,7 @@ func newLauncherWorld(t *testing.T) *launcherWorld {
 		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
 		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(claimsfake.NewSimpleClientset()), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
+	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(claimstest.NewClientset()), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
 		Pods: corelisters.NewPodLister(pods), Activate: func([]*corev1.Pod) {}, Offerings: offerings.New(offerings.Options{Args: args, Cloud: fc})}
 	return &launcherWorld{l: NewLauncher(o), cloud: fc, pods: pods}
 }
