@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
@@ -20,13 +21,22 @@ import (
 // recordInitialized records on the claim that its node is initialized, if it is: Ready without
 // startup taints. It says whether it is.
 func (c *Controller) recordInitialized(ctx context.Context, cl *v1alpha1.Claim, n *corev1.Node, now time.Time) bool {
-	if !Ready(n) || Starting(c.Args, withoutOperationalTaints(n)) {
+	if !Initialized(c.Args, n) {
 		return false
 	}
-	cl = cl.DeepCopy()
+	// The provisioner may have put pods on the claim since the informer saw it (its node was
+	// not up yet): a conflict reads the claim afresh, so the pods waiting on it are tried on
+	// the node now, not at the next pass.
 	at := metav1.NewTime(now)
-	cl.Status.InitializedAt = &at
-	if _, err := c.Claims.UpdateStatus(ctx, cl); err != nil {
+	err := c.Claims.UpdateFrom(ctx, cl, func(cur *v1alpha1.Claim) error {
+		if cur.Status.InitializedAt != nil {
+			return nil
+		}
+		cur.Status.InitializedAt = &at
+		_, err := c.Claims.UpdateStatus(ctx, cur)
+		return err
+	})
+	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
 	}
 	return true
@@ -50,6 +60,12 @@ func (c *Controller) checkInitialized(ctx context.Context, cl *v1alpha1.Claim, r
 			"not Ready without startup taints within %s of its launch; Tailor terminates it and plans its pods again", c.Args.RegistrationTimeout.Duration)
 		c.remove(ctx, cl, running, fmt.Sprintf("its node did not become Ready without startup taints within %s", c.Args.RegistrationTimeout.Duration))
 	}
+}
+
+// Initialized says whether the node is up for pods: Ready, and no taint of a node coming up left
+// (those of a node in service, such as a cordon, aside). The claim records the first time it is.
+func Initialized(args *config.TailorArgs, n *corev1.Node) bool {
+	return Ready(n) && !Starting(args, withoutOperationalTaints(n))
 }
 
 // withoutOperationalTaints is n without the node.kubernetes.io taints that say what happens to

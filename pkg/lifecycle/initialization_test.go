@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -50,5 +51,31 @@ func TestCheckInitialized(t *testing.T) {
 				t.Errorf("initialized recorded: %v, want %v", got, tc.initialized)
 			}
 		})
+	}
+}
+
+// A claim written since the cache saw it (the provisioner put pods on it while its node came
+// up) is still recorded initialized in the same pass, keeping the pods written meanwhile: they
+// wait on it, and are tried on the node once it is.
+func TestInitializedRecordedOnAClaimWrittenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	cl := claimIn("a", v1alpha1.ClaimRegistered, "i-1", testNow.Add(-time.Minute), testNow.Add(-time.Minute))
+	cl.Status.NodeName = "n"
+	h := newHarness(t, []*v1alpha1.Claim{cl}, []*corev1.Node{nodeFor("n", "i-1", true)}, []cloud.Instance{instanceOf("i-1", "a", testNow.Add(-time.Minute))})
+	cached := h.claim(t, "a")
+	meanwhile := cached.DeepCopy()
+	meanwhile.Spec.Pods = append(meanwhile.Spec.Pods, v1alpha1.PodRef{Namespace: "default", Name: "arrived", UID: "uid-arrived"})
+	if _, err := h.claims.TailorV1alpha1().Claims().Update(ctx, meanwhile, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !h.c.recordInitialized(ctx, cached, nodeFor("n", "i-1", true), testNow) {
+		t.Fatal("a Ready node without startup taints is not initialized")
+	}
+	got := h.claim(t, "a")
+	if got.Status.InitializedAt == nil {
+		t.Error("the claim is not recorded initialized")
+	}
+	if len(got.Spec.Pods) != len(meanwhile.Spec.Pods) {
+		t.Errorf("the claim holds %d pods, want the %d written meanwhile", len(got.Spec.Pods), len(meanwhile.Spec.Pods))
 	}
 }

@@ -56,22 +56,19 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	}
 	firstRegistration := cl.Status.Phase != v1alpha1.ClaimRegistered
 	now := metav1.Now()
-	// The launcher may have written the claim since the informer saw it: a conflict reads the
-	// claim afresh and writes only its status again, not the node.
+	// The launcher or the provisioner may have written the claim since the informer saw it: a
+	// conflict reads the claim afresh and writes only its status again, not the node.
 	skip := false
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = c.Claims.UpdateFrom(ctx, cl, func(cur *v1alpha1.Claim) error {
 		// Going: the termination stage deals with it. Registered on this node already: an
 		// earlier pass wrote it, and the informer had not caught up.
-		if skip = Deleting(cl, node) || cl.Status.Phase == v1alpha1.ClaimRegistered && cl.Status.NodeName == node.Name; skip {
+		if skip = Deleting(cur, node) || cur.Status.Phase == v1alpha1.ClaimRegistered && cur.Status.NodeName == node.Name; skip {
 			return nil
 		}
-		cl = cl.DeepCopy()
-		cl.Status.Phase, cl.Status.NodeName, cl.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
-		_, err := c.Claims.UpdateStatus(ctx, cl)
-		if apierrors.IsConflict(err) {
-			if fresh, ferr := c.Claims.Fetch(ctx, cl.Name); ferr == nil {
-				cl = fresh
-			}
+		cur.Status.Phase, cur.Status.NodeName, cur.Status.RegisteredAt = v1alpha1.ClaimRegistered, node.Name, &now
+		updated, err := c.Claims.UpdateStatus(ctx, cur)
+		if err == nil {
+			cl = updated
 		}
 		return err
 	})
