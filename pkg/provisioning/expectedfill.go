@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/planning"
@@ -25,6 +23,44 @@ func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, te
 	if p.Rollouts == nil || len(pods) == 0 {
 		return pods
 	}
+	byWorkload, rest := p.byWorkload(pods)
+	var fills []fill
+	for _, cached := range p.Claims.List() {
+		if len(byWorkload) == 0 {
+			break
+		}
+		if !keepsRoomFor(cached, byWorkload) || p.nodeGoing(cached) || p.nodeUp(cached) {
+			continue
+		}
+		taken := p.fitExpected(ctx, cached, byWorkload, templates)
+		if len(taken) == 0 {
+			continue
+		}
+		fills = append(fills, fill{cached: cached, pods: taken})
+		for w, ps := range byWorkload {
+			if left := without(ps, taken); len(left) > 0 {
+				byWorkload[w] = left
+			} else {
+				delete(byWorkload, w)
+			}
+		}
+	}
+	for _, ps := range byWorkload {
+		rest = append(rest, ps...)
+	}
+	again := func(cur *v1alpha1.Claim, pods []*planning.Pod) ([]*planning.Pod, error) {
+		mine, _ := p.byWorkload(pods)
+		if !keepsRoomFor(cur, mine) {
+			return nil, errNoLongerInFlight
+		}
+		return p.fitExpected(ctx, cur, mine, templates), nil
+	}
+	why := func(*v1alpha1.Claim) string { return "planned with its workload before it existed" }
+	return append(rest, p.record(ctx, fills, again, why)...)
+}
+
+// byWorkload groups the pods of a rollout by their workload, and returns the others apart.
+func (p *Provisioner) byWorkload(pods []*planning.Pod) (map[types.UID][]*planning.Pod, []*planning.Pod) {
 	byWorkload := map[types.UID][]*planning.Pod{}
 	var rest []*planning.Pod
 	for _, pod := range pods {
@@ -34,24 +70,7 @@ func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, te
 			rest = append(rest, pod)
 		}
 	}
-	for _, cached := range p.Claims.List() {
-		if len(byWorkload) == 0 {
-			break
-		}
-		if !keepsRoomFor(cached, byWorkload) || p.nodeGoing(cached) {
-			continue
-		}
-		c, taken, err := p.takeExpected(ctx, cached.Name, byWorkload, templates)
-		if err != nil {
-			klog.FromContext(ctx).V(2).Info("Cannot put pods on the room planned for them", "claim", cached.Name, "err", err)
-			continue
-		}
-		p.announce(c, taken, "planned with its workload before it existed")
-	}
-	for _, ps := range byWorkload {
-		rest = append(rest, ps...)
-	}
-	return rest
+	return byWorkload, rest
 }
 
 // keepsRoomFor says whether the claim, its node not up yet (launching, or inFlight), planned
@@ -67,50 +86,6 @@ func keepsRoomFor(c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod) b
 		}
 	}
 	return false
-}
-
-// takeExpected records on the newest version of the claim those of byWorkload's pods that take
-// the room it planned for their workloads' pods still to come, takes them out of byWorkload, and
-// returns them.
-func (p *Provisioner) takeExpected(ctx context.Context, name string, byWorkload map[types.UID][]*planning.Pod, templates []*planning.Template) (*v1alpha1.Claim, []*planning.Pod, error) {
-	var cur *v1alpha1.Claim
-	var taken []*planning.Pod
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		taken = nil
-		if cur, err = p.Claims.Fetch(ctx, name); err != nil {
-			return err
-		}
-		if !keepsRoomFor(cur, byWorkload) {
-			return errNoLongerInFlight
-		}
-		if taken = p.fitExpected(ctx, cur, byWorkload, templates); len(taken) == 0 {
-			return nil
-		}
-		cur, err = p.recordOn(ctx, cur, taken)
-		return err
-	})
-	if err != nil || len(taken) == 0 {
-		return cur, nil, err
-	}
-	done := map[types.UID]bool{}
-	for _, pod := range taken {
-		done[pod.Pod.UID] = true
-	}
-	for w, ps := range byWorkload {
-		left := ps[:0:0]
-		for _, pod := range ps {
-			if !done[pod.Pod.UID] {
-				left = append(left, pod)
-			}
-		}
-		if len(left) == 0 {
-			delete(byWorkload, w)
-		} else {
-			byWorkload[w] = left
-		}
-	}
-	return cur, taken, nil
 }
 
 // fitExpected picks, workload by workload, the pods of byWorkload that fit the claim's node in the

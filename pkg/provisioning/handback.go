@@ -38,7 +38,7 @@ func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*pla
 			if claims == nil {
 				claims = p.Claims.List()
 			}
-			room[w.UID] = roomKeptOnUpNodes(w.UID, p.Rollouts.LivePods(w), claims, now)
+			room[w.UID] = roomKeptOnUpNodes(w.UID, p.Rollouts.LivePods(w), claims, p.nodeUp, now)
 		}
 		if room[w.UID] <= 0 {
 			rest = append(rest, pod)
@@ -86,7 +86,7 @@ func (p *Provisioner) firstHandBack(uid types.UID) bool {
 // roomKeptOnUpNodes counts the pods of workload w that the claims whose nodes are up (registered
 // and initialized) still keep room for: planned there, less w's pods on the node (its live
 // pods are pods).
-func roomKeptOnUpNodes(w types.UID, pods []*corev1.Pod, claims []*v1alpha1.Claim, now time.Time) int {
+func roomKeptOnUpNodes(w types.UID, pods []*corev1.Pod, claims []*v1alpha1.Claim, up func(*v1alpha1.Claim) bool, now time.Time) int {
 	onNode := map[string]int{}
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" {
@@ -95,7 +95,7 @@ func roomKeptOnUpNodes(w types.UID, pods []*corev1.Pod, claims []*v1alpha1.Claim
 	}
 	n := 0
 	for _, c := range claims {
-		if c.DeletionTimestamp != nil || c.Status.Phase != v1alpha1.ClaimRegistered || c.Status.InitializedAt == nil ||
+		if c.DeletionTimestamp != nil || c.Status.NodeName == "" || !up(c) ||
 			now.Sub(c.CreationTimestamp.Time) > expectationsStand {
 			continue
 		}

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/util/taints"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -42,77 +40,64 @@ func (p *Provisioner) nodeGoing(c *v1alpha1.Claim) bool {
 	return n.DeletionTimestamp != nil || taints.TaintKeyExists(n.Spec.Taints, v1alpha1.TaintDisrupting)
 }
 
+// nodeUp says whether the claim's node is up for pods: initialized as the claim records it, or
+// as the scheduler's node cache shows it. The claim records it a moment after the node is up,
+// and under a burst the claims cache lags further: a claim up in truth is left alone, as a
+// write to it would conflict, and the pods go where the scheduler places them (handBack).
+func (p *Provisioner) nodeUp(c *v1alpha1.Claim) bool {
+	if c.Status.InitializedAt != nil {
+		return true
+	}
+	if p.Nodes == nil || c.Status.NodeName == "" {
+		return false
+	}
+	n, err := p.Nodes.Get(c.Status.NodeName)
+	return err == nil && n.DeletionTimestamp == nil && lifecycle.Initialized(p.Args, n)
+}
+
 // fillInFlight puts pods onto claims whose instance is launched but whose node is not up yet
 // (inFlight), where the room the plan left on them holds the pods, and returns the pods still without
 // capacity. Without it, pods arriving a few at a time would each get a new node while a node
 // launched a second earlier still has room. (A claim still launching is left alone: which of its
 // instance types EC2 picks is not known yet.)
 func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
-	logger := klog.FromContext(ctx)
+	var fills []fill
 	for _, cached := range p.Claims.List() {
 		if len(pods) == 0 {
 			break
 		}
-		if !inFlight(cached) || cached.Spec.Replacement != nil || p.nodeGoing(cached) {
+		if !inFlight(cached) || cached.Spec.Replacement != nil || p.nodeGoing(cached) || p.nodeUp(cached) {
 			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
 		}
-		c, accepted, err := p.addToClaim(ctx, cached.Name, pods, templates)
-		if err != nil {
-			if !errors.Is(err, errNoLongerInFlight) {
-				logger.V(2).Info("Cannot add pods to in-flight claim; planning them anew", "claim", cached.Name, "err", err)
-			}
-			continue
+		if accepted := p.fitInFlight(ctx, cached, pods, templates); len(accepted) > 0 {
+			fills = append(fills, fill{cached: cached, pods: accepted})
+			pods = without(pods, accepted)
 		}
-		if len(accepted) == 0 {
-			continue
-		}
-		taken := map[types.UID]bool{}
-		for _, a := range accepted {
-			taken[a.Pod.UID] = true
-		}
-		p.announce(c, accepted, fmt.Sprintf("planned onto in-flight capacity (%s in %s, node %s)", c.Status.InstanceType, c.Status.Zone, c.Status.NodeName))
-		logger.V(2).Info("Placed pods on in-flight claim", "claim", c.Name, "pods", len(accepted))
-		rest := pods[:0:0]
-		for _, pod := range pods {
-			if !taken[pod.Pod.UID] {
-				rest = append(rest, pod)
-			}
-		}
-		pods = rest
 	}
-	return pods
+	again := func(cur *v1alpha1.Claim, pods []*planning.Pod) ([]*planning.Pod, error) {
+		if !inFlight(cur) {
+			return nil, errNoLongerInFlight
+		}
+		return p.fitInFlight(ctx, cur, pods, templates), nil
+	}
+	why := func(c *v1alpha1.Claim) string {
+		return fmt.Sprintf("planned onto in-flight capacity (%s in %s, node %s)", c.Status.InstanceType, c.Status.Zone, c.Status.NodeName)
+	}
+	return append(pods, p.record(ctx, fills, again, why)...)
 }
 
-// addToClaim fits candidates onto the newest version of a launched claim (with every pod it
-// already holds, and the room it keeps for pods still to come) and records the accepted ones on
-// its spec, so a restart rebuilds the same ledger.
-func (p *Provisioner) addToClaim(ctx context.Context, name string, candidates []*planning.Pod, templates []*planning.Template) (*v1alpha1.Claim, []*planning.Pod, error) {
-	var cur *v1alpha1.Claim
-	var accepted []*planning.Pod
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		if cur, err = p.Claims.Fetch(ctx, name); err != nil {
-			return err
-		}
-		if !inFlight(cur) {
-			return errNoLongerInFlight
-		}
-		t := claimTemplate(cur, templates)
-		if t == nil {
-			accepted = nil
-			return nil
-		}
-		// The room the claim keeps for its workloads' pods still to come is not free: the
-		// scheduler's Filter refuses it to other pods once the node is up (Expectations), and a
-		// pod put there now would find it taken and be planned again.
-		others := append(p.placedOn(cur), keptFor(cur, "", p.podsByWorkload(cur))...)
-		if accepted = planning.FitOnto(ctx, t, cur.Status.NodeName, others, candidates); len(accepted) == 0 {
-			return nil
-		}
-		cur, err = p.recordOn(ctx, cur, accepted)
-		return err
-	})
-	return cur, accepted, err
+// fitInFlight returns the candidates that fit onto a launched claim's node with every pod it
+// already holds and the room it keeps for pods still to come.
+func (p *Provisioner) fitInFlight(ctx context.Context, c *v1alpha1.Claim, candidates []*planning.Pod, templates []*planning.Template) []*planning.Pod {
+	t := claimTemplate(c, templates)
+	if t == nil {
+		return nil
+	}
+	// The room the claim keeps for its workloads' pods still to come is not free: the
+	// scheduler's Filter refuses it to other pods once the node is up (Expectations), and a
+	// pod put there now would find it taken and be planned again.
+	others := append(p.placedOn(c), keptFor(c, "", p.podsByWorkload(c))...)
+	return planning.FitOnto(ctx, t, c.Status.NodeName, others, candidates)
 }
 
 // placedOn are the claim's pods still waiting for it, as pods a node of its holds.

@@ -12,6 +12,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
@@ -129,5 +130,48 @@ func TestFillInFlightLeavesRoomKeptForPodsToCome(t *testing.T) {
 				t.Errorf("placed on the booting claim: %v, want %v", placed, tc.wantKept)
 			}
 		})
+	}
+}
+
+// A claim's node is up once the claim records it initialized, or, before the claim does, once
+// the node cache shows it Ready with no taint of a node coming up.
+func TestNodeUp(t *testing.T) {
+	now := metav1.Now()
+	ready := corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "ready"}, Status: ready},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cordoned"}, Spec: corev1.NodeSpec{Unschedulable: true,
+			Taints: []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}}, Status: ready},
+		{ObjectMeta: metav1.ObjectMeta{Name: "unregistered"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: v1alpha1.TaintUnregistered, Effect: corev1.TaintEffectNoExecute}}}, Status: ready},
+		{ObjectMeta: metav1.ObjectMeta{Name: "not-ready"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "deleted", DeletionTimestamp: &now, Finalizers: []string{v1alpha1.FinalizerTermination}}, Status: ready},
+	} {
+		if err := indexer.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &Provisioner{Options: Options{Args: &config.TailorArgs{}, Nodes: corelisters.NewNodeLister(indexer)}}
+	for _, tc := range []struct {
+		node        string
+		initialized bool
+		want        bool
+	}{
+		{node: "ready", want: true},
+		{node: "cordoned", want: true},
+		{node: "unregistered"},
+		{node: "not-ready"},
+		{node: "deleted"},
+		{node: "not-yet-registered"},
+		{node: ""},
+		{node: "not-ready", initialized: true, want: true},
+	} {
+		c := &v1alpha1.Claim{Status: v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimLaunched, NodeName: tc.node}}
+		if tc.initialized {
+			c.Status.InitializedAt = &now
+		}
+		if got := p.nodeUp(c); got != tc.want {
+			t.Errorf("node %q, initialized %v: nodeUp = %v, want %v", tc.node, tc.initialized, got, tc.want)
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/client-go/util/retry"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 
@@ -339,7 +338,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	l.backoff.Reset(transientBackoffKey)
 	metrics.Launches.WithLabelValues(c.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.Now()
-	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+	updated, err := l.updateStatus(ctx, c, func(st *v1alpha1.ClaimStatus) {
 		*st = v1alpha1.ClaimStatus{
 			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
 			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
@@ -437,7 +436,7 @@ func (l *Launcher) request(ctx context.Context, c *v1alpha1.Claim, pool *config.
 	resolved := &v1alpha1.LaunchRequest{ImageID: image, SubnetIDs: subnets, SecurityGroupIDs: slices.Clone(nw.Groups)}
 	// On the claim's newest version: an attempt of another process may have recorded its own
 	// first, and then that one is the request.
-	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+	updated, err := l.updateStatus(ctx, c, func(st *v1alpha1.ClaimStatus) {
 		if st.Request == nil {
 			st.Request = resolved
 		}
@@ -465,7 +464,7 @@ func (l *Launcher) price(ctx context.Context, inst *cloud.Instance) float64 {
 // failure cannot be recorded the pods stay on the claim: the lifecycle controller resumes a
 // Pending claim with the same client token, so releasing them now could double the launch.
 func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, delay time.Duration) {
-	updated, err := l.updateStatus(ctx, c.Name, func(st *v1alpha1.ClaimStatus) {
+	updated, err := l.updateStatus(ctx, c, func(st *v1alpha1.ClaimStatus) {
 		st.Phase, st.Message = v1alpha1.ClaimFailed, msg
 	})
 	switch {
@@ -481,15 +480,17 @@ func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, dela
 }
 
 // updateStatus changes a claim's status on its newest version: its spec may have grown (pods
-// added to in-flight capacity) since the caller read it.
-func (l *Launcher) updateStatus(ctx context.Context, name string, mutate func(*v1alpha1.ClaimStatus)) (*v1alpha1.Claim, error) {
+// added to in-flight capacity) since the caller read it. It starts from the cached claim (c
+// until the cache has it), so a write costs a read only when that was not the newest.
+func (l *Launcher) updateStatus(ctx context.Context, c *v1alpha1.Claim, mutate func(*v1alpha1.ClaimStatus)) (*v1alpha1.Claim, error) {
+	start, ok := l.Claims.Get(c.Name)
+	if !ok {
+		start = c
+	}
 	var updated *v1alpha1.Claim
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := l.Claims.Fetch(ctx, name)
-		if err != nil {
-			return err
-		}
+	err := l.Claims.UpdateFrom(ctx, start, func(cur *v1alpha1.Claim) error {
 		mutate(&cur.Status)
+		var err error
 		updated, err = l.Claims.UpdateStatus(ctx, cur)
 		return err
 	})

@@ -180,6 +180,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		}
 		return
 	}
+	read := p.clock().Since(start)
 	if pods = p.fillExpected(ctx, pods, templates); len(pods) == 0 {
 		return
 	}
@@ -189,6 +190,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	if pods = p.handBack(ctx, pods); len(pods) == 0 {
 		return
 	}
+	filled := p.clock().Since(start)
 	expected, shares := p.expected(pods)
 	planner := &planning.Planner{Templates: templates, Closed: p.closedPools(ctx, templates)}
 	plan := planner.Plan(ctx, append(pods, expected...))
@@ -197,7 +199,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	metrics.ExpectedPods.Add(float64(len(expected)))
 	metrics.PlanDuration.Observe(p.clock().Since(start).Seconds())
 	logger.V(2).Info("Planned batch", "pods", len(pods), "expected", len(expected), "nodes", len(plan.Nodes), "unschedulable", len(plan.Unschedulable),
-		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", p.clock().Since(start))
+		"pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()), "duration", p.clock().Since(start), "readCatalog", read, "filledInFlight", filled-read)
 	for _, d := range plan.Diverted {
 		if !strings.HasPrefix(string(d.Pod.UID), expectedUIDPrefix) {
 			p.Recorder.Eventf(d.Pod, nil, corev1.EventTypeNormal, "PoolAtLimit", "Provisioning", "planned on the next pool by weight: %s", strings.Join(d.Reasons, "; "))
