@@ -29,6 +29,9 @@ type bench struct {
 // vanillaSchedulerName is the profile the vanilla kube-scheduler serves.
 const vanillaSchedulerName = "vanilla"
 
+// readyLog is what Tailor's scheduler logs once its instance catalog is loaded.
+const readyLog = "Instance catalog loaded"
+
 // prepare reads and plans the burst, then starts Tailor's scheduler with the sandbox's profile
 // and, for the fit-existing phase, the vanilla kube-scheduler. The plan runs before either
 // scheduler starts, so it takes nothing from what is measured.
@@ -55,6 +58,12 @@ func prepare(ctx context.Context, o options, e *env.Environment) (*bench, error)
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	if b.tailor, err = simrun.StartScheduler("tailor-scheduler", o.scheduler, config, o.dir, e.AWSEnv()); err != nil {
+		return nil, err
+	}
+	// A burst meets a scheduler that has been running, its instance catalog loaded: applied
+	// the moment the process starts, the first batch waited for the catalog (a second here).
+	if err := b.tailor.WaitForLog(ctx, readyLog, 2*time.Minute); err != nil {
+		b.stop()
 		return nil, err
 	}
 	if o.fitPods > 0 {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -293,9 +294,15 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 // batch's own planning at the scheduler's memory peak. A failure is only logged: the first
 // batch asks again.
 func (o *Operator) warmOfferings(ctx context.Context) {
-	if _, err := o.offerings.Templates(ctx); err != nil && ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "Could not load the instance catalog yet; the first batch will try again")
+	start := time.Now()
+	templates, err := o.offerings.Templates(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Could not load the instance catalog yet; the first batch will try again")
+		}
+		return
 	}
+	klog.FromContext(ctx).Info("Instance catalog loaded", "templates", len(templates), "duration", time.Since(start))
 }
 
 // indexByNamespace gives an informer a namespace index unless it has one. kube-scheduler's pod

@@ -101,6 +101,43 @@ func (c *Child) CancelOnExit(ctx context.Context, cancel context.CancelCauseFunc
 	}()
 }
 
+// WaitForLog waits until the child's log holds a line containing s: a message that says the
+// child is ready for what comes next. It fails if the child exits first, or after timeout.
+func (c *Child) WaitForLog(ctx context.Context, s string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var read int64
+	var partial []byte
+	for {
+		if f, err := os.Open(c.LogPath); err == nil {
+			if _, err := f.Seek(read, io.SeekStart); err == nil {
+				chunk, _ := io.ReadAll(f)
+				read += int64(len(chunk))
+				// Search from the last line break before the chunk, so a line split
+				// between two reads is found whole.
+				partial = append(partial, chunk...)
+				if bytes.Contains(partial, []byte(s)) {
+					f.Close()
+					return nil
+				}
+				if i := bytes.LastIndexByte(partial, '\n'); i >= 0 {
+					partial = partial[i+1:]
+				}
+			}
+			f.Close()
+		}
+		select {
+		case <-c.exited:
+			return &ExitError{Name: c.Name, LogPath: c.LogPath, Status: exitStatus(c.waitErr), LogTail: tail(c.LogPath, logTailLines)}
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not log %q within %s; see %s", c.Name, s, timeout, c.LogPath)
+		case <-tick.C:
+		}
+	}
+}
+
 // Stop asks the process to end (SIGTERM), kills it after grace, and waits for it.
 func (c *Child) Stop(grace time.Duration) {
 	c.stopping.Store(true)

@@ -58,3 +58,30 @@ func TestStopIsNotAnExit(t *testing.T) {
 		t.Error("a stopped child ended the context")
 	}
 }
+
+// WaitForLog returns once the line is logged, even written in two parts, and fails when the
+// child exits without logging it or the time is up.
+func TestWaitForLog(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		wantExit     bool
+		wantErr      bool
+	}{
+		{"logged in two writes", "echo starting; sleep 0.3; printf 'Instance cat'; sleep 0.3; echo 'alog loaded'; sleep 60", false, false},
+		{"exits first", "echo starting; exit 1", true, true},
+		{"never logged", "echo starting; sleep 60", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Start("child", "/bin/sh", []string{"-c", tc.script}, nil, filepath.Join(t.TempDir(), "child.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Stop(time.Second)
+			err = c.WaitForLog(context.Background(), "Instance catalog loaded", 2*time.Second)
+			var exit *ExitError
+			if (err != nil) != tc.wantErr || errors.As(err, &exit) != tc.wantExit {
+				t.Errorf("err %v; want an error %v, an exit %v", err, tc.wantErr, tc.wantExit)
+			}
+		})
+	}
+}
