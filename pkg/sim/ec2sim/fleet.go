@@ -419,6 +419,8 @@ func (s *Sim) launch(c *fleetCandidate, capType cloud.CapacityType, fleetID, tok
 	in.tags["aws:ec2launchtemplate:id"] = c.lt.id
 	in.tags["aws:ec2launchtemplate:version"] = "1"
 	in.userData = c.lt.userData
+	s.launches++
+	in.launchSeq = s.launches
 	s.instances = append(s.instances, in)
 	s.instanceByID[in.id] = in
 	return in

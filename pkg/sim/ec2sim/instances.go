@@ -1,7 +1,9 @@
 package ec2sim
 
 import (
+	"encoding/base64"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +90,10 @@ func (s *Sim) checkInstanceIDs(ids []string) ([]*instance, error) {
 }
 
 // DescribeInstances: InstanceId.N, Filter.N, MaxResults (5–1000, not with InstanceId; everything
-// without it), NextToken. Instances come in launch order, grouped into their reservations.
+// without it), NextToken. Instances come in launch order, grouped into their reservations. A
+// page continues after the last instance of the one before, not at an offset: an instance that
+// leaves the filter between two pages (running, then shutting-down) must not shift the next
+// page and hide an instance that never changed.
 func (s *Sim) describeInstances(q query) (any, error) {
 	filters, err := q.filters()
 	if err != nil {
@@ -106,9 +111,16 @@ func (s *Sim) describeInstances(q query) (any, error) {
 			return nil, err
 		}
 	}
+	after, err := instancesAfter(q.get("NextToken"))
+	if err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	var matched []*instance
 	for _, in := range candidates {
+		if in.launchSeq <= after {
+			continue
+		}
 		ok, err := matchFilters(filters, s.instanceAttrs(in, in.state(now, s.opts)))
 		if err != nil {
 			return nil, err
@@ -117,12 +129,20 @@ func (s *Sim) describeInstances(q query) (any, error) {
 			matched = append(matched, in)
 		}
 	}
-	p, err := paginate(q, "DescribeInstances", len(matched), pageLimits{min: 5, max: 1000})
+	size := query{v: url.Values{}} // MaxResults alone: the token is read above
+	if q.has("MaxResults") {
+		size.v.Set("MaxResults", q.get("MaxResults"))
+	}
+	p, err := paginate(size, "DescribeInstances", len(matched), pageLimits{min: 5, max: 1000})
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeInstancesOutput{NextToken: ptrIfSet(p.next), Reservations: []ec2types.Reservation{}}
-	for _, in := range matched[p.start:p.end] {
+	matched = matched[:p.end]
+	out := &ec2.DescribeInstancesOutput{Reservations: []ec2types.Reservation{}}
+	if p.next != "" {
+		out.NextToken = aws.String(instancesToken(matched[len(matched)-1].launchSeq))
+	}
+	for _, in := range matched {
 		n := len(out.Reservations)
 		if n == 0 || aws.ToString(out.Reservations[n-1].ReservationId) != in.reservationID {
 			out.Reservations = append(out.Reservations, ec2types.Reservation{
@@ -240,4 +260,23 @@ func (s *Sim) createTags(q query) (any, error) {
 		}
 	}
 	return &createTagsResult{Return: aws.Bool(true)}, nil
+}
+
+// instancesToken is DescribeInstances' NextToken: the launch order of the last instance returned.
+func instancesToken(last uint64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("DescribeInstances:after:" + strconv.FormatUint(last, 10)))
+}
+
+// instancesAfter reads a DescribeInstances NextToken ("" for the first page).
+func instancesAfter(tok string) (uint64, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	rest, ok := strings.CutPrefix(string(raw), "DescribeInstances:after:")
+	after, perr := strconv.ParseUint(rest, 10, 64)
+	if err != nil || !ok || perr != nil {
+		return 0, errf("InvalidParameterValue", "Invalid NextToken value %q", tok)
+	}
+	return after, nil
 }

@@ -153,6 +153,7 @@ type Sim struct {
 	products     []*product // the Pricing API's products, built on first GetProducts
 
 	mu            sync.Mutex
+	launches      uint64                   // instances launched so far, numbering them in launch order
 	prices        map[string]float64       // on-demand prices (SetOnDemandPrice changes them)
 	spotSet       map[spotKey][]pricePoint // SetSpotPrice history per type and zone, oldest first
 	seq           uint64

@@ -141,6 +141,7 @@ type instance struct {
 	profileArn                                       string
 	groups                                           []ec2types.GroupIdentifier
 	launched                                         time.Time
+	launchSeq                                        uint64        // launch order, for DescribeInstances' pages
 	pendingFor                                       time.Duration // fixed at launch
 	terminating                                      time.Time     // zero until TerminateInstances
 	released                                         bool          // IP returned to the subnet
