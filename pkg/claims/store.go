@@ -115,6 +115,18 @@ func (s *Store) List() []*v1alpha1.Claim {
 	return out
 }
 
+// View returns the cached claims themselves, not copies, for a caller that only reads them: a
+// burst's batches read every claim several times, and a copy of each was most of what they
+// allocated. A claim from View is written back only through UpdateFrom, which copies it, or
+// after a DeepCopy.
+func (s *Store) View() []*v1alpha1.Claim {
+	cached, err := s.lister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return cached
+}
+
 // Get returns a cached claim.
 func (s *Store) Get(name string) (*v1alpha1.Claim, bool) {
 	c, err := s.lister.Get(name)

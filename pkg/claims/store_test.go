@@ -63,6 +63,11 @@ func TestStoreHandsOutCopies(t *testing.T) {
 	if _, ok := s.ByInstanceID("i-2"); ok {
 		t.Error("ByInstanceID found a claim for an instance no claim has")
 	}
+	// View is the one read that is not a copy: it shows the cache as it is, untouched by
+	// every change above.
+	if view := s.View(); len(view) != 1 || view[0].Name != "general-a" || view[0].Spec.Pool != "general" {
+		t.Errorf("View = %v, want the one cached claim as written", view)
+	}
 }
 
 // TestUpdateFromReadsOnlyAfterAConflict: a write from the version the caller holds costs no read

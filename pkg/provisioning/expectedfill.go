@@ -25,7 +25,7 @@ func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, te
 	}
 	byWorkload, rest := p.byWorkload(pods)
 	var fills []fill
-	for _, cached := range p.Claims.List() {
+	for _, cached := range p.Claims.View() {
 		if len(byWorkload) == 0 {
 			break
 		}

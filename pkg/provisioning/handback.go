@@ -36,7 +36,7 @@ func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*pla
 		}
 		if _, known := room[w.UID]; !known {
 			if claims == nil {
-				claims = p.Claims.List()
+				claims = p.Claims.View()
 			}
 			room[w.UID] = roomKeptOnUpNodes(w.UID, p.Rollouts.LivePods(w), claims, p.nodeUp, now)
 		}

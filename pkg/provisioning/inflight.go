@@ -62,7 +62,7 @@ func (p *Provisioner) nodeUp(c *v1alpha1.Claim) bool {
 // instance types EC2 picks is not known yet.)
 func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
 	var fills []fill
-	for _, cached := range p.Claims.List() {
+	for _, cached := range p.Claims.View() {
 		if len(pods) == 0 {
 			break
 		}

@@ -103,7 +103,7 @@ func (pl *poolLimits) closed(ctx context.Context, l *Launcher, pools []config.Po
 // used is the capacity the pool's live claims hold, with the claims this process created in
 // the last minute that the cache does not show yet. pl.mu is held.
 func (pl *poolLimits) used(ctx context.Context, l *Launcher, pool *config.Pool) (corev1.ResourceList, error) {
-	claims := l.Claims.List()
+	claims := l.Claims.View()
 	for _, c := range claims {
 		if c.Spec.Pool == pool.Name {
 			if err := pl.learn(ctx, l, append([]string{c.Status.InstanceType}, c.Spec.InstanceTypes...)); err != nil {
