@@ -28,84 +28,97 @@ import (
 //
 // A writer that loses another's change on the real API server loses it here too.
 func NewClientset(objs ...runtime.Object) *fake.Clientset {
-	var mu sync.Mutex
-	version := 0
-	next := func() string {
-		version++
-		return strconv.Itoa(version)
-	}
+	r := &rules{}
 	for i, o := range objs {
 		if c, ok := o.(*v1alpha1.Claim); ok {
 			c = c.DeepCopy()
-			c.ResourceVersion = next()
+			c.ResourceVersion = r.next()
 			objs[i] = c
 		}
 	}
-	cs := fake.NewSimpleClientset(objs...)
-	cs.PrependReactor("create", "claims", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		c := a.(clienttesting.CreateAction).GetObject().(*v1alpha1.Claim).DeepCopy()
-		if c.Name == "" && c.GenerateName != "" {
-			c.Name = c.GenerateName + utilrand.String(5)
-		}
-		c.ResourceVersion, c.Status = next(), v1alpha1.ClaimStatus{}
-		if err := cs.Tracker().Create(a.GetResource(), c, a.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		return true, c.DeepCopy(), nil
-	})
-	cs.PrependReactor("update", "claims", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		c := a.(clienttesting.UpdateAction).GetObject().(*v1alpha1.Claim).DeepCopy()
-		gr := a.GetResource().GroupResource()
-		stored, err := cs.Tracker().Get(a.GetResource(), a.GetNamespace(), c.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		cur := stored.(*v1alpha1.Claim)
-		switch {
-		case c.ResourceVersion == "":
-			return true, nil, apierrors.NewBadRequest(fmt.Sprintf("claims %q: metadata.resourceVersion must be specified for an update", c.Name))
-		case c.ResourceVersion != cur.ResourceVersion:
-			return true, nil, apierrors.NewConflict(gr, c.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
-		}
-		if a.GetSubresource() == "status" {
-			status := c.Status
-			c = cur.DeepCopy()
-			c.Status = status
-		} else {
-			c.Status = cur.Status
-		}
-		c.ResourceVersion = next()
-		if c.DeletionTimestamp != nil && len(c.Finalizers) == 0 {
-			return true, c, cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), c.Name)
-		}
-		if err := cs.Tracker().Update(a.GetResource(), c, a.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		return true, c.DeepCopy(), nil
-	})
-	cs.PrependReactor("delete", "claims", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		name := a.(clienttesting.DeleteAction).GetName()
-		stored, err := cs.Tracker().Get(a.GetResource(), a.GetNamespace(), name)
-		if err != nil {
-			return true, nil, err
-		}
-		c := stored.(*v1alpha1.Claim).DeepCopy()
-		if len(c.Finalizers) == 0 {
-			return true, nil, cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), name)
-		}
-		if c.DeletionTimestamp == nil {
-			now := metav1.Now()
-			c.DeletionTimestamp = &now
-			c.ResourceVersion = next()
-			return true, nil, cs.Tracker().Update(a.GetResource(), c, a.GetNamespace())
-		}
-		return true, nil, nil
-	})
-	return cs
+	r.cs = fake.NewSimpleClientset(objs...)
+	r.cs.PrependReactor("create", "claims", r.create)
+	r.cs.PrependReactor("update", "claims", r.update)
+	r.cs.PrependReactor("delete", "claims", r.delete)
+	return r.cs
+}
+
+// rules are NewClientset's reactors, on the clientset's tracker.
+type rules struct {
+	cs      *fake.Clientset
+	mu      sync.Mutex
+	version int
+}
+
+// next is a new resourceVersion. r.mu is held, or r not yet shared.
+func (r *rules) next() string {
+	r.version++
+	return strconv.Itoa(r.version)
+}
+
+func (r *rules) create(a clienttesting.Action) (bool, runtime.Object, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := a.(clienttesting.CreateAction).GetObject().(*v1alpha1.Claim).DeepCopy()
+	if c.Name == "" && c.GenerateName != "" {
+		c.Name = c.GenerateName + utilrand.String(5)
+	}
+	c.ResourceVersion, c.Status = r.next(), v1alpha1.ClaimStatus{}
+	if err := r.cs.Tracker().Create(a.GetResource(), c, a.GetNamespace()); err != nil {
+		return true, nil, err
+	}
+	return true, c.DeepCopy(), nil
+}
+
+func (r *rules) update(a clienttesting.Action) (bool, runtime.Object, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := a.(clienttesting.UpdateAction).GetObject().(*v1alpha1.Claim).DeepCopy()
+	stored, err := r.cs.Tracker().Get(a.GetResource(), a.GetNamespace(), c.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	cur := stored.(*v1alpha1.Claim)
+	switch {
+	case c.ResourceVersion == "":
+		return true, nil, apierrors.NewBadRequest(fmt.Sprintf("claims %q: metadata.resourceVersion must be specified for an update", c.Name))
+	case c.ResourceVersion != cur.ResourceVersion:
+		return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), c.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if a.GetSubresource() == "status" {
+		status := c.Status
+		c = cur.DeepCopy()
+		c.Status = status
+	} else {
+		c.Status = cur.Status
+	}
+	c.ResourceVersion = r.next()
+	if c.DeletionTimestamp != nil && len(c.Finalizers) == 0 {
+		return true, c, r.cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), c.Name)
+	}
+	if err := r.cs.Tracker().Update(a.GetResource(), c, a.GetNamespace()); err != nil {
+		return true, nil, err
+	}
+	return true, c.DeepCopy(), nil
+}
+
+func (r *rules) delete(a clienttesting.Action) (bool, runtime.Object, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := a.(clienttesting.DeleteAction).GetName()
+	stored, err := r.cs.Tracker().Get(a.GetResource(), a.GetNamespace(), name)
+	if err != nil {
+		return true, nil, err
+	}
+	c := stored.(*v1alpha1.Claim).DeepCopy()
+	if len(c.Finalizers) == 0 {
+		return true, nil, r.cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), name)
+	}
+	if c.DeletionTimestamp == nil {
+		now := metav1.Now()
+		c.DeletionTimestamp = &now
+		c.ResourceVersion = r.next()
+		return true, nil, r.cs.Tracker().Update(a.GetResource(), c, a.GetNamespace())
+	}
+	return true, nil, nil
 }
