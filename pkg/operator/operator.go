@@ -134,7 +134,8 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	}
 	replicaSets, statefulSets, jobs := h.SharedInformerFactory().Apps().V1().ReplicaSets(), h.SharedInformerFactory().Apps().V1().StatefulSets(),
 		h.SharedInformerFactory().Batch().V1().Jobs()
-	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Pods: pods.Lister()}
+	deployments := h.SharedInformerFactory().Apps().V1().Deployments()
+	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Deployments: deployments.Lister(), Pods: pods.Lister()}
 	if configFile == "" {
 		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
 	}
@@ -164,7 +165,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	}}
 	o := &Operator{Args: args, Ledger: ledger.New(), Expectations: expectations, Rollouts: rollouts, handle: h, election: cs.election, store: store,
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
-		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer()}}
+		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer(), deployments.Informer()}}
 	observed := &catalog.Observed{}
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})

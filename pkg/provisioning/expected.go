@@ -123,9 +123,11 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 
 // covered says whether every pod's workload is still creating pods: their pods still to come
 // are planned with the batch (see expected), so it need not wait for them. Each workload is
-// looked at once: a batch may hold hundreds of its pods.
+// looked at once: a batch may hold hundreds of its pods. While a Deployment of the profile has
+// no ReplicaSet for its spec yet, the batch waits (up to its longest): that Deployment's pods
+// to come are planned with the others only once the ReplicaSet is there.
 func (p *Provisioner) covered(pods []*planning.Pod) bool {
-	if p.Rollouts == nil {
+	if p.Rollouts == nil || p.Rollouts.Unsynced() {
 		return false
 	}
 	seen := map[types.UID]bool{}

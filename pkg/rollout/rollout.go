@@ -43,6 +43,8 @@ type Lister struct {
 	ReplicaSets  appslisters.ReplicaSetLister
 	StatefulSets appslisters.StatefulSetLister
 	Jobs         batchlisters.JobLister
+	// Deployments, if set, tells a Deployment its controller has not synced yet (Unsynced).
+	Deployments appslisters.DeploymentLister
 	// Pods counts a workload's live pods (Live); without it Owing goes by the controllers'
 	// status alone.
 	Pods          corelisters.PodLister
@@ -86,6 +88,27 @@ func (l *Lister) Owing() ([]Workload, error) {
 		}
 	}
 	return out, nil
+}
+
+// Unsynced says whether a Deployment of the profile that wants pods has a spec its controller
+// has not acted on yet: its ReplicaSet for that spec may not exist, so the pods it will owe are
+// not known. A kubectl apply of several Deployments creates their ReplicaSets one by one over
+// about a second; a batch closed before the last ones appear plans without their pods, and they
+// get nodes of their own in the next.
+func (l *Lister) Unsynced() bool {
+	if l.Deployments == nil {
+		return false
+	}
+	ds, err := l.Deployments.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, d := range ds {
+		if d.Status.ObservedGeneration < d.Generation && replicas(d.Spec.Replicas) > 0 && !d.Spec.Paused && l.ours(&d.Spec.Template) {
+			return true
+		}
+	}
+	return false
 }
 
 // notCreated is how many of the pods w wants the informer has not seen created, if the lister

@@ -172,3 +172,38 @@ func TestOwingCountsCreatedPods(t *testing.T) {
 		}
 	}
 }
+
+// A Deployment of the profile is unsynced while its controller has not acted on its spec (its
+// ReplicaSet for it may not exist yet); one of another scheduler, scaled to zero, paused, or
+// synced is not.
+func TestUnsynced(t *testing.T) {
+	deployment := func(scheduler string, generation, observed int64, replicas int32, paused bool) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Generation: generation},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Paused: paused,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: scheduler}}},
+			Status: appsv1.DeploymentStatus{ObservedGeneration: observed}}
+	}
+	for _, tc := range []struct {
+		name string
+		d    *appsv1.Deployment
+		want bool
+	}{
+		{"just created", deployment("tailor", 1, 0, 3, false), true},
+		{"scaled, not yet seen", deployment("tailor", 2, 1, 3, false), true},
+		{"synced", deployment("tailor", 2, 2, 3, false), false},
+		{"another scheduler's", deployment("default-scheduler", 1, 0, 3, false), false},
+		{"scaled to zero", deployment("tailor", 1, 0, 0, false), false},
+		{"paused", deployment("tailor", 1, 0, 3, true), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+			if err := factory.Apps().V1().Deployments().Informer().GetIndexer().Add(tc.d); err != nil {
+				t.Fatal(err)
+			}
+			l := &Lister{Deployments: factory.Apps().V1().Deployments().Lister(), SchedulerName: "tailor"}
+			if got := l.Unsynced(); got != tc.want {
+				t.Errorf("Unsynced = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

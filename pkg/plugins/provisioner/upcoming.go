@@ -18,8 +18,9 @@ import (
 )
 
 // upcomingEvery bounds how often the workloads are listed again: refresh runs in PostFilter,
-// once per unschedulable pod, and a burst brings thousands.
-const upcomingEvery = time.Second
+// once per unschedulable pod, and a burst brings thousands. It is short next to a batch's
+// window: a workload created in the last moments before a batch closes is planned with it.
+const upcomingEvery = 200 * time.Millisecond
 
 // upcoming holds, for each workload of the profile that owes pods and has created none yet, a
 // pod as its controller will create it, with its PreFilter state, so a batch plans that
