@@ -189,7 +189,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 				obj = t.Obj
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
-				o.Ledger.Forget(p.UID)
+				o.Provisioner.Forget(p.UID)
 			}
 		},
 	}); err != nil {

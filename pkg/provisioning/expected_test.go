@@ -234,9 +234,11 @@ func waitCached(t *testing.T, lw *launcherWorld, name string) {
 	}
 }
 
-// A batch is covered while every pod's workload is still creating pods, and only then.
+// A batch is covered while every pod's workload is still creating pods and no Deployment of the
+// profile waits for its ReplicaSet, and only then.
 func TestCovered(t *testing.T) {
 	w := newRolloutWorld(t, 10)
+	w.lister.Deployments = w.factory.Apps().V1().Deployments().Lister()
 	p := &Provisioner{Options: Options{Rollouts: w.lister, Ledger: ledger.New()}}
 	batch := []*planning.Pod{w.pod(0), w.pod(1)}
 	if !p.covered(batch) {
@@ -244,6 +246,23 @@ func TestCovered(t *testing.T) {
 	}
 	if p.covered(append(batch, planning.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare", UID: "bare"}}, nil))) {
 		t.Errorf("a bare pod in the batch: want not covered")
+	}
+	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api", Generation: 1},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "tailor"}}}}
+	deployments := w.factory.Apps().V1().Deployments().Informer().GetIndexer()
+	if err := deployments.Add(api); err != nil {
+		t.Fatal(err)
+	}
+	if p.covered(batch) {
+		t.Errorf("a Deployment of the profile has no ReplicaSet yet: want not covered")
+	}
+	api = api.DeepCopy()
+	api.Status.ObservedGeneration = 1
+	if err := deployments.Update(api); err != nil {
+		t.Fatal(err)
+	}
+	if !p.covered(batch) {
+		t.Errorf("the Deployment's controller has acted on it: want covered")
 	}
 	w.scale(2)
 	if p.covered(batch) {

@@ -103,7 +103,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		case pl.failedOnRegisteredNode(r.NodeName):
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
-			pl.ledger.Forget(pod.UID)
+			pl.prov.Forget(pod.UID)
 			pl.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "Replanning", "Provisioning",
 				"node %s of claim %s is ready but no longer holds this pod; planning again", r.NodeName, r.Claim)
 		default:
@@ -165,11 +165,11 @@ func (pl *Plugin) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // Reserve takes the pod off its claim: it has a node now.
 func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	pl.ledger.Consume(pod.UID)
+	pl.prov.Reserved(pod.UID)
 	return nil
 }
 
 // Unreserve puts the pod back on its claim: binding failed.
 func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	pl.ledger.Unconsume(pod.UID)
+	pl.prov.Unreserved(pod.UID)
 }
