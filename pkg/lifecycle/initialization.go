@@ -29,8 +29,8 @@ func (c *Controller) recordInitialized(ctx context.Context, cl *v1alpha1.Claim, 
 	// the node now, not at the next pass.
 	at := metav1.NewTime(now)
 	err := c.Claims.UpdateFrom(ctx, cl, func(cur *v1alpha1.Claim) error {
-		if cur.Status.InitializedAt != nil {
-			return nil
+		if cur.Status.InitializedAt != nil || cur.DeletionTimestamp != nil || cur.Status.NodeName != n.Name {
+			return nil // recorded already, or no longer this node's claim to record
 		}
 		cur.Status.InitializedAt = &at
 		_, err := c.Claims.UpdateStatus(ctx, cur)

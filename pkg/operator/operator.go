@@ -57,7 +57,7 @@ type Operator struct {
 	nodes      cache.SharedIndexInformer
 	daemonSets cache.SharedIndexInformer
 	// workloads are the ReplicaSets, StatefulSets and Jobs, whose pods still to come are a
-	// scale-up under way.
+	// scale-up under way, and the Deployments, whose ReplicaSets may still come.
 	workloads     []cache.SharedIndexInformer
 	offerings     *offerings.Cache
 	lifecycle     *lifecycle.Controller
@@ -296,15 +296,26 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 // batch asks again.
 func (o *Operator) warmOfferings(ctx context.Context) {
 	start := time.Now()
-	templates, err := o.offerings.Templates(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Could not load the instance catalog yet; the first batch will try again")
+	for {
+		templates, err := o.offerings.Templates(ctx)
+		if err == nil {
+			klog.FromContext(ctx).Info("Instance catalog loaded", "templates", len(templates), "duration", time.Since(start))
+			return
 		}
-		return
+		if ctx.Err() != nil {
+			return
+		}
+		klog.FromContext(ctx).Error(err, "Could not load the instance catalog yet; trying again (a batch meanwhile tries too)", "after", warmRetry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(warmRetry):
+		}
 	}
-	klog.FromContext(ctx).Info("Instance catalog loaded", "templates", len(templates), "duration", time.Since(start))
 }
+
+// warmRetry is how long warmOfferings waits after a failed load.
+const warmRetry = 10 * time.Second
 
 // indexByNamespace gives an informer a namespace index unless it has one. kube-scheduler's pod
 // informer has none, and the rollout lister lists pods by namespace: without the index each

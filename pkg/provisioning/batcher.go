@@ -12,7 +12,7 @@ import (
 
 // Batcher gathers pods that fail together: a batch closes after Idle without a new pod, or Max
 // after it opened, so 20 replicas created at once are planned as one batch, not 20. A batch
-// that is Covered closes Idle after it opened, however fast pods keep coming.
+// that is Covered (asked every Idle) closes then, however fast pods keep coming.
 type Batcher struct {
 	Idle, Max time.Duration
 	// Covered, if set, says whether the pods still to come of every pod's workload are planned
@@ -85,6 +85,7 @@ func (b *Batcher) Next(ctx context.Context) []*planning.Pod {
 			continue
 		case <-covered.C:
 			if !b.allCovered() {
+				covered.Reset(b.Idle) // asked again: a Deployment's ReplicaSet may come meanwhile
 				continue
 			}
 		case <-idle.C:

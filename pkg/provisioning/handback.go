@@ -47,20 +47,25 @@ func (p *Provisioner) handBack(ctx context.Context, pods []*planning.Pod) []*pla
 		room[w.UID]--
 		back = append(back, pod.Pod)
 	}
-	if len(back) == 0 {
-		return rest
+	p.giveBack(ctx, back, "room is kept for them on nodes that are up")
+	return rest
+}
+
+// giveBack returns pods to the scheduler, once each (firstHandBack): they are no longer being
+// planned, so a PostFilter that fails one again finds it free to batch.
+func (p *Provisioner) giveBack(ctx context.Context, pods []*corev1.Pod, why string) {
+	if len(pods) == 0 {
+		return
 	}
+	now := p.clock().Now()
 	p.mu.Lock()
-	for _, pod := range back {
+	for _, pod := range pods {
 		p.handedBack[pod.UID] = now
-		// No longer being planned: if the scheduler fails it again, its PostFilter must find
-		// the pod free to batch.
 		delete(p.planning, pod.UID)
 	}
 	p.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Handed pods back to the scheduler: room is kept for them on nodes that are up", "pods", len(back))
-	p.Activate(back)
-	return rest
+	klog.FromContext(ctx).V(2).Info("Handed pods back to the scheduler", "pods", len(pods), "why", why)
+	p.Activate(pods)
 }
 
 // forgetHandBacks drops the hand-backs older than expectedPlanFresh: such a pod may be handed
@@ -83,8 +88,8 @@ func (p *Provisioner) firstHandBack(uid types.UID) bool {
 	return !handed
 }
 
-// roomKeptOnUpNodes counts the pods of workload w that the claims whose nodes are up (registered
-// and initialized) still keep room for: planned there, less w's pods on the node (its live
+// roomKeptOnUpNodes counts the pods of workload w that the claims whose nodes are up (up says so:
+// the claim records it, or the node cache shows it) still keep room for: planned there, less w's pods on the node (its live
 // pods are pods).
 func roomKeptOnUpNodes(w types.UID, pods []*corev1.Pod, claims []*v1alpha1.Claim, up func(*v1alpha1.Claim) bool, now time.Time) int {
 	onNode := map[string]int{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/util/taints"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -62,12 +63,24 @@ func (p *Provisioner) nodeUp(c *v1alpha1.Claim) bool {
 // instance types EC2 picks is not known yet.)
 func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
 	var fills []fill
+	var back []*corev1.Pod
 	for _, cached := range p.Claims.View() {
 		if len(pods) == 0 {
 			break
 		}
-		if !inFlight(cached) || cached.Spec.Replacement != nil || p.nodeGoing(cached) || p.nodeUp(cached) {
+		if !inFlight(cached) || cached.Spec.Replacement != nil || p.nodeGoing(cached) {
 			continue // a replacement's room is for the pods of the nodes it replaces; a deleted claim's is going
+		}
+		if p.nodeUp(cached) {
+			// Up, though the claim does not say so yet (a write to it would conflict): the
+			// scheduler places what fits there, as on any node that is up.
+			for _, pod := range p.fitInFlight(ctx, cached, pods, templates) {
+				if p.firstHandBack(pod.Pod.UID) {
+					back = append(back, pod.Pod)
+					pods = without(pods, []*planning.Pod{pod})
+				}
+			}
+			continue
 		}
 		if accepted := p.fitInFlight(ctx, cached, pods, templates); len(accepted) > 0 {
 			fills = append(fills, fill{cached: cached, pods: accepted})
@@ -83,6 +96,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 	why := func(c *v1alpha1.Claim) string {
 		return fmt.Sprintf("planned onto in-flight capacity (%s in %s, node %s)", c.Status.InstanceType, c.Status.Zone, c.Status.NodeName)
 	}
+	p.giveBack(ctx, back, "they fit on a node that is up before its claim says so")
 	return append(pods, p.record(ctx, fills, again, why)...)
 }
 

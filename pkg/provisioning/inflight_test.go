@@ -175,3 +175,58 @@ func TestNodeUp(t *testing.T) {
 		}
 	}
 }
+
+// A claim whose node the node cache shows up, before the claim records it, takes no pods: the
+// pods that fit there are handed back to the scheduler, once, instead of written to a claim
+// about to change (or planned anew beside it).
+func TestFillInFlightHandsBackPodsForANodeUp(t *testing.T) {
+	lw := newLauncherWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := lw.claim(t, "booted")
+	c.Status = v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimRegistered, InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "on-demand", NodeName: "node-1"}
+	if _, err := lw.l.Claims.UpdateStatus(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.l.Claims.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got, ok := lw.l.Claims.Get("booted")
+		return ok && inFlight(got), nil
+	}); err != nil {
+		t.Fatal("the claim is not cached in flight")
+	}
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := nodes.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var activated []*corev1.Pod
+	o := lw.l.Options
+	o.Nodes = corelisters.NewNodeLister(nodes)
+	o.Activate = func(ps []*corev1.Pod) { activated = append(activated, ps...) }
+	p := New(o)
+	templates, err := p.Offerings.Templates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arriving := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "small", UID: "uid-small"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	fw := newRolloutWorld(t, 1).fw
+	state, err := fw.PreFilter(ctx, arriving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := planning.NewPod(arriving, &planning.FilterState{Plugins: fw, State: state, Pod: arriving})
+	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates); len(rest) != 0 || len(activated) != 1 {
+		t.Fatalf("%d pods left to plan, %d handed back; want the pod handed back", len(rest), len(activated))
+	}
+	if got, _ := lw.l.Claims.Get("booted"); len(got.Spec.Pods) != 1 {
+		t.Errorf("the claim holds %d pods, want only its own: nothing written to it", len(got.Spec.Pods))
+	}
+	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates); len(rest) != 1 {
+		t.Errorf("handed back again: a pod the scheduler failed again must be planned")
+	}
+}

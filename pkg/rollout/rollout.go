@@ -104,7 +104,18 @@ func (l *Lister) Unsynced() bool {
 		return false
 	}
 	for _, d := range ds {
-		if d.Status.ObservedGeneration < d.Generation && replicas(d.Spec.Replicas) > 0 && !d.Spec.Paused && l.ours(&d.Spec.Template) {
+		if d.Status.ObservedGeneration < d.Generation && replicas(d.Spec.Replicas) > 0 && !d.Spec.Paused && l.ours(&d.Spec.Template) && !replicaFailure(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// replicaFailure says whether the Deployment's controller cannot create its ReplicaSet's pods or
+// the ReplicaSet (a quota, a webhook): it will not sync soon, and no batch waits for it.
+func replicaFailure(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
 			return true
 		}
 	}

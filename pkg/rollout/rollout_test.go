@@ -174,8 +174,8 @@ func TestOwingCountsCreatedPods(t *testing.T) {
 }
 
 // A Deployment of the profile is unsynced while its controller has not acted on its spec (its
-// ReplicaSet for it may not exist yet); one of another scheduler, scaled to zero, paused, or
-// synced is not.
+// ReplicaSet for it may not exist yet); one of another scheduler, scaled to zero, paused,
+// failing to create its ReplicaSet, or synced is not.
 func TestUnsynced(t *testing.T) {
 	deployment := func(scheduler string, generation, observed int64, replicas int32, paused bool) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Generation: generation},
@@ -194,6 +194,11 @@ func TestUnsynced(t *testing.T) {
 		{"another scheduler's", deployment("default-scheduler", 1, 0, 3, false), false},
 		{"scaled to zero", deployment("tailor", 1, 0, 0, false), false},
 		{"paused", deployment("tailor", 1, 0, 3, true), false},
+		{"its ReplicaSet cannot be created", func() *appsv1.Deployment {
+			d := deployment("tailor", 1, 0, 3, false)
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue}}
+			return d
+		}(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)

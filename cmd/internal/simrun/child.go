@@ -110,26 +110,37 @@ func (c *Child) WaitForLog(ctx context.Context, s string, timeout time.Duration)
 	defer tick.Stop()
 	var read int64
 	var partial []byte
+	// found reads what the log gained since the last look. A line split between two reads is
+	// found whole: the search starts at the last line break before the new part.
+	found := func() bool {
+		f, err := os.Open(c.LogPath)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		if _, err := f.Seek(read, io.SeekStart); err != nil {
+			return false
+		}
+		chunk, _ := io.ReadAll(f)
+		read += int64(len(chunk))
+		partial = append(partial, chunk...)
+		if bytes.Contains(partial, []byte(s)) {
+			return true
+		}
+		if i := bytes.LastIndexByte(partial, '\n'); i >= 0 {
+			partial = partial[i+1:]
+		}
+		return false
+	}
 	for {
-		if f, err := os.Open(c.LogPath); err == nil {
-			if _, err := f.Seek(read, io.SeekStart); err == nil {
-				chunk, _ := io.ReadAll(f)
-				read += int64(len(chunk))
-				// Search from the last line break before the chunk, so a line split
-				// between two reads is found whole.
-				partial = append(partial, chunk...)
-				if bytes.Contains(partial, []byte(s)) {
-					f.Close()
-					return nil
-				}
-				if i := bytes.LastIndexByte(partial, '\n'); i >= 0 {
-					partial = partial[i+1:]
-				}
-			}
-			f.Close()
+		if found() {
+			return nil
 		}
 		select {
 		case <-c.exited:
+			if found() { // logged just before it exited
+				return nil
+			}
 			return &ExitError{Name: c.Name, LogPath: c.LogPath, Status: exitStatus(c.waitErr), LogTail: tail(c.LogPath, logTailLines)}
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not log %q within %s; see %s", c.Name, s, timeout, c.LogPath)

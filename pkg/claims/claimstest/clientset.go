@@ -4,6 +4,7 @@ package claimstest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -29,6 +30,7 @@ import (
 // A writer that loses another's change on the real API server loses it here too.
 func NewClientset(objs ...runtime.Object) *fake.Clientset {
 	r := &rules{}
+	objs = slices.Clone(objs) // the caller's objects stay as given
 	for i, o := range objs {
 		if c, ok := o.(*v1alpha1.Claim); ok {
 			c = c.DeepCopy()

@@ -1,6 +1,7 @@
 // Package provisioner is the Tailor scheduler plugin: a thin adapter that hands pods the
 // scheduler could not place to the provisioner (PostFilter), nominates them to the capacity
-// launched for them, and keeps the ledger of in-flight capacity true (Reserve/Unreserve).
+// launched for them, and reports Reserve/Unreserve to the provisioner, which keeps the ledger of
+// in-flight capacity true.
 package provisioner
 
 import (
