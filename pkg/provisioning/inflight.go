@@ -74,12 +74,14 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 		if p.nodeUp(cached) {
 			// Up, though the claim does not say so yet (a write to it would conflict): the
 			// scheduler places what fits there, as on any node that is up.
+			var handed []*planning.Pod
 			for _, pod := range p.fitInFlight(ctx, cached, pods, templates) {
 				if p.firstHandBack(pod.Pod.UID) {
+					handed = append(handed, pod)
 					back = append(back, pod.Pod)
-					pods = without(pods, []*planning.Pod{pod})
 				}
 			}
+			pods = without(pods, handed)
 			continue
 		}
 		if accepted := p.fitInFlight(ctx, cached, pods, templates); len(accepted) > 0 {
