@@ -22,6 +22,7 @@ import (
 	tailorv1alpha1 "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/typed/tailor/v1alpha1"
 	informers "github.com/tailor-eks/tailor/pkg/generated/informers/externalversions/tailor/v1alpha1"
 	listers "github.com/tailor-eks/tailor/pkg/generated/listers/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/trim"
 )
 
 const byInstanceID = "instanceID"
@@ -54,6 +55,7 @@ func NewStoreForClient(cs versioned.Interface) *Store {
 		}
 		return nil, nil
 	}})
+	_ = inf.SetTransform(trim.ManagedFields) // not started yet: cannot fail
 	return &Store{client: cs.TailorV1alpha1().Claims(), informer: inf, lister: listers.NewClaimLister(inf.GetIndexer())}
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 	"github.com/tailor-eks/tailor/pkg/rollout"
+	"github.com/tailor-eks/tailor/pkg/trim"
 )
 
 // Operator is every part of Tailor, built and wired.
@@ -135,6 +136,8 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	replicaSets, statefulSets, jobs := h.SharedInformerFactory().Apps().V1().ReplicaSets(), h.SharedInformerFactory().Apps().V1().StatefulSets(),
 		h.SharedInformerFactory().Batch().V1().Jobs()
 	deployments := h.SharedInformerFactory().Apps().V1().Deployments()
+	trimManagedFields(logger, pods.Informer(), nodes.Informer(), daemonSets.Informer(), pdbs.Informer(), replicaSets.Informer(),
+		statefulSets.Informer(), jobs.Informer(), deployments.Informer())
 	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Deployments: deployments.Lister(), Pods: pods.Lister()}
 	if configFile == "" {
 		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
@@ -320,6 +323,17 @@ const warmRetry = 10 * time.Second
 // indexByNamespace gives an informer a namespace index unless it has one. kube-scheduler's pod
 // informer has none, and the rollout lister lists pods by namespace: without the index each
 // list scans every pod of the cluster.
+// trimManagedFields has the informers Tailor reads, the scheduler's own among them, drop managed
+// fields (trim.ManagedFields). The factory has not started them yet; one started already (a
+// second profile's plugin) keeps the transform it was given then.
+func trimManagedFields(logger klog.Logger, infs ...cache.SharedIndexInformer) {
+	for _, inf := range infs {
+		if err := inf.SetTransform(trim.ManagedFields); err != nil {
+			logger.V(2).Info("Informer keeps its managed fields", "err", err)
+		}
+	}
+}
+
 func indexByNamespace(informer cache.SharedIndexInformer) error {
 	if _, ok := informer.GetIndexer().GetIndexers()[cache.NamespaceIndex]; ok {
 		return nil
