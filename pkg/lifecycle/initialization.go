@@ -28,16 +28,22 @@ func (c *Controller) recordInitialized(ctx context.Context, cl *v1alpha1.Claim, 
 	// not up yet): a conflict reads the claim afresh, so the pods waiting on it are tried on
 	// the node now, not at the next pass.
 	at := metav1.NewTime(now)
+	written := false
 	err := c.Claims.UpdateFrom(ctx, cl, func(cur *v1alpha1.Claim) error {
 		if cur.Status.InitializedAt != nil || cur.DeletionTimestamp != nil || cur.Status.NodeName != n.Name {
 			return nil // recorded already, or no longer this node's claim to record
 		}
 		cur.Status.InitializedAt = &at
 		_, err := c.Claims.UpdateStatus(ctx, cur)
+		written = err == nil
 		return err
 	})
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
+	logger := klog.FromContext(ctx)
+	switch {
+	case err != nil:
+		logger.Error(err, "Cannot record the node initialized; will retry", "claim", cl.Name)
+	case written:
+		logger.Info("Initialized", "node", n.Name, "claim", cl.Name)
 	}
 	return true
 }
