@@ -423,7 +423,18 @@ func (s *Sim) launch(c *fleetCandidate, capType cloud.CapacityType, fleetID, tok
 	in.launchSeq = s.launches
 	s.instances = append(s.instances, in)
 	s.instanceByID[in.id] = in
+	close(s.launchSignal)
+	s.launchSignal = make(chan struct{})
 	return in
+}
+
+// Launches returns a channel closed at the next launch of an instance: the node agent boots
+// an instance as it starts, as its kubelet would, rather than at its next poll of
+// DescribeInstances.
+func (s *Sim) Launches() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.launchSignal
 }
 
 func tagsOrEmpty(t map[string]string) map[string]string {

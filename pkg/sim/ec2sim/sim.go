@@ -168,6 +168,7 @@ type Sim struct {
 	cluster       *ClusterInfo         // what DescribeCluster reports; nil while "creating"
 	queues        map[string]*sqsQueue // SQS queues by name
 	queueSignal   chan struct{}        // closed (and replaced) when a message is sent: wakes long polls
+	launchSignal  chan struct{}        // closed (and replaced) when an instance is launched (Launches)
 	templates     []*launchTemplate
 	ltTokens      map[string]*launchTemplate
 	instances     []*instance
@@ -220,6 +221,7 @@ func New(opts Options) *Sim {
 		spotSet:      map[spotKey][]pricePoint{},
 		queues:       map[string]*sqsQueue{},
 		queueSignal:  make(chan struct{}),
+		launchSignal: make(chan struct{}),
 	}
 	s.start = s.clock.Now().UTC()
 	s.loadCatalog()

@@ -155,6 +155,7 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 		},
 		UserData: e.Sim.UserData,
 		Nodeadm:  o.NodeadmPath,
+		Launches: e.Sim.Launches,
 	}
 	go e.Agent.Run(agentCtx)
 	e.stops = append(e.stops, cancel)

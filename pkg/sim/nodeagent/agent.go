@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +54,9 @@ type Agent struct {
 	Nodeadm string
 	// Period between polls of the cloud (default 500ms).
 	Period time.Duration
+	// Launches, if set, returns a channel closed at the cloud's next launch: the agent looks at
+	// once, as a kubelet starts with its instance, instead of at its next poll.
+	Launches func() <-chan struct{}
 
 	mu     sync.Mutex
 	booted map[string]bootResult // by instance ID: each instance boots once
@@ -63,6 +65,9 @@ type Agent struct {
 	nextHold int
 	// pending says whether the last sync saw an instance still pending.
 	pending bool
+	// booting are the instances whose boot runs now, by ID; boots bounds how many run at once.
+	booting map[string]bool
+	boots   chan struct{}
 }
 
 // Hold keeps the agent from booting and registering a Node for every running instance hold
@@ -168,8 +173,9 @@ func (a *Agent) bootstrap(ctx context.Context, in *cloud.Instance) (*Bootstrap, 
 	return r.boot, r.err
 }
 
-// Run polls until ctx ends: every Period, and five times as often while an instance is
-// pending, since a kubelet registers as soon as its instance is up.
+// Run polls until ctx ends: every Period, five times as often while an instance is pending,
+// and at once when Launches says an instance was launched, since a kubelet registers as soon
+// as its instance is up.
 func (a *Agent) Run(ctx context.Context) {
 	if a.Period == 0 {
 		a.Period = 500 * time.Millisecond
@@ -180,6 +186,10 @@ func (a *Agent) Run(ctx context.Context) {
 		klog.FromContext(ctx).V(2).Info("Node agent cannot load the catalog yet", "err", err)
 	}
 	for {
+		var launched <-chan struct{} // nil: no signal, the poll alone
+		if a.Launches != nil {
+			launched = a.Launches() // before the sync, so a launch during it is not missed
+		}
 		if err := a.Sync(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Node agent sync failed", "err", err)
 		}
@@ -193,6 +203,7 @@ func (a *Agent) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(next):
+		case <-launched:
 		}
 	}
 }
@@ -237,15 +248,8 @@ func (a *Agent) Sync(ctx context.Context) error {
 	a.mu.Lock()
 	a.pending = pending
 	a.mu.Unlock()
-	// Instances boot side by side, as on EC2: a fleet launched together registers together,
-	// not one nodeadm run after another.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallelBoots)
 	for _, in := range boots {
-		g.Go(func() error { return a.register(gctx, in, types[in.Type]) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
+		a.boot(ctx, in, types[in.Type])
 	}
 	for name, n := range existing {
 		if n.Annotations[RegisteredByAnnotation] != registeredByValue || running[name] {
@@ -261,6 +265,38 @@ func (a *Agent) Sync(ctx context.Context) error {
 
 // parallelBoots bounds the nodeadm runs at once.
 const parallelBoots = 8
+
+// boot registers the instance in the background, unless its boot runs already. Instances boot
+// side by side and apart from the agent's polls, as on EC2: an instance launched while others
+// boot is looked at by the next sync, not once the slowest nodeadm run of those is done.
+func (a *Agent) boot(ctx context.Context, in *cloud.Instance, it *cloud.InstanceType) {
+	a.mu.Lock()
+	if a.booting == nil {
+		a.booting, a.boots = map[string]bool{}, make(chan struct{}, parallelBoots)
+	}
+	if a.booting[in.ID] {
+		a.mu.Unlock()
+		return
+	}
+	a.booting[in.ID] = true
+	a.mu.Unlock()
+	go func() {
+		defer func() {
+			a.mu.Lock()
+			delete(a.booting, in.ID)
+			a.mu.Unlock()
+		}()
+		select {
+		case a.boots <- struct{}{}:
+			defer func() { <-a.boots }()
+		case <-ctx.Done():
+			return
+		}
+		if err := a.register(ctx, in, it); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).V(2).Info("Node agent cannot register the instance; next sync tries again", "instance", in.ID, "err", err)
+		}
+	}()
+}
 
 // register boots the instance and creates its Node, unless its user data does not bootstrap.
 func (a *Agent) register(ctx context.Context, in *cloud.Instance, it *cloud.InstanceType) error {
