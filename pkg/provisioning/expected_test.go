@@ -196,7 +196,7 @@ func TestFillExpected(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := []*planning.Pod{w.pod(1), w.pod(2), w.pod(3), w.pod(4)}
-	rest := p.fillExpected(context.Background(), batch, templates)
+	rest := p.fillExpected(context.Background(), batch, planning.IndexTemplates(templates))
 	if len(rest) != 2 {
 		t.Fatalf("%d pods left, want 2 (the claim had room for 2 more of web's pods)", len(rest))
 	}
@@ -212,7 +212,7 @@ func TestFillExpected(t *testing.T) {
 			t.Errorf("pod %s is on the claim but not waiting for it in the ledger", ref.Name)
 		}
 	}
-	if again := p.fillExpected(context.Background(), rest, templates); len(again) != 2 {
+	if again := p.fillExpected(context.Background(), rest, planning.IndexTemplates(templates)); len(again) != 2 {
 		t.Errorf("the claim's room is full, yet %d of 2 pods were taken", 2-len(again))
 	}
 }

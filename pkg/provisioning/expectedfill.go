@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -19,7 +20,7 @@ import (
 // (with the claim's other pods, and the room kept for other workloads, on it). It returns the
 // pods still without capacity. On EKS a node takes a minute to join, so most of a rollout's pods
 // arrive while the nodes planned for them boot; planned anew, each would get a second node.
-func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
+func (p *Provisioner) fillExpected(ctx context.Context, pods []*planning.Pod, templates planning.TemplateIndex) []*planning.Pod {
 	if p.Rollouts == nil || len(pods) == 0 {
 		return pods
 	}
@@ -92,7 +93,7 @@ func keepsRoomFor(c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod) b
 // place of its pods still to come: at most as many as are still to come, each accepted by its
 // Filter plugins with the claim's pods, those accepted before, and the room kept for the other
 // workloads' pods still to come (as pods of their requests) on the node.
-func (p *Provisioner) fitExpected(ctx context.Context, c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod, templates []*planning.Template) []*planning.Pod {
+func (p *Provisioner) fitExpected(ctx context.Context, c *v1alpha1.Claim, byWorkload map[types.UID][]*planning.Pod, templates planning.TemplateIndex) []*planning.Pod {
 	t := expectedTemplate(c, templates)
 	if t == nil {
 		return nil
@@ -138,20 +139,14 @@ func keptFor(c *v1alpha1.Claim, w types.UID, mine map[types.UID]int) []*planning
 
 // expectedTemplate is the template of the claim's instance, or, before its launch, of the
 // cheapest type it may launch as (every type it offers EC2 holds what was planned onto it).
-func expectedTemplate(c *v1alpha1.Claim, templates []*planning.Template) *planning.Template {
+func expectedTemplate(c *v1alpha1.Claim, templates planning.TemplateIndex) *planning.Template {
 	if c.Status.InstanceType != "" {
 		return claimTemplate(c, templates)
 	}
 	if len(c.Spec.InstanceTypes) == 0 {
 		return nil
 	}
-	for _, t := range templates {
-		if t.Type.Name == c.Spec.InstanceTypes[0] && t.Offering.Zone == c.Spec.Zone &&
-			string(t.Offering.CapacityType) == c.Spec.CapacityType && t.Pool.Name == c.Spec.Pool {
-			return t
-		}
-	}
-	return nil
+	return templates.Get(c.Spec.Pool, c.Spec.InstanceTypes[0], c.Spec.Zone, cloud.CapacityType(c.Spec.CapacityType))
 }
 
 // podsByWorkload counts the claim's pods per controller.

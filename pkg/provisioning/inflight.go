@@ -9,6 +9,7 @@ import (
 	"k8s.io/kubernetes/pkg/util/taints"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
@@ -61,7 +62,7 @@ func (p *Provisioner) nodeUp(c *v1alpha1.Claim) bool {
 // capacity. Without it, pods arriving a few at a time would each get a new node while a node
 // launched a second earlier still has room. (A claim still launching is left alone: which of its
 // instance types EC2 picks is not known yet.)
-func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, templates []*planning.Template) []*planning.Pod {
+func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, templates planning.TemplateIndex) []*planning.Pod {
 	var fills []fill
 	var back []*corev1.Pod
 	for _, cached := range p.Claims.View() {
@@ -104,7 +105,7 @@ func (p *Provisioner) fillInFlight(ctx context.Context, pods []*planning.Pod, te
 
 // fitInFlight returns the candidates that fit onto a launched claim's node with every pod it
 // already holds and the room it keeps for pods still to come.
-func (p *Provisioner) fitInFlight(ctx context.Context, c *v1alpha1.Claim, candidates []*planning.Pod, templates []*planning.Template) []*planning.Pod {
+func (p *Provisioner) fitInFlight(ctx context.Context, c *v1alpha1.Claim, candidates []*planning.Pod, templates planning.TemplateIndex) []*planning.Pod {
 	t := claimTemplate(c, templates)
 	if t == nil {
 		return nil
@@ -136,12 +137,6 @@ func (p *Provisioner) recordOn(ctx context.Context, c *v1alpha1.Claim, pods []*p
 }
 
 // claimTemplate is the template of the instance a claim launched.
-func claimTemplate(c *v1alpha1.Claim, templates []*planning.Template) *planning.Template {
-	for _, t := range templates {
-		if t.Type.Name == c.Status.InstanceType && t.Offering.Zone == c.Status.Zone &&
-			string(t.Offering.CapacityType) == c.Status.CapacityType && t.Pool.Name == c.Spec.Pool {
-			return t
-		}
-	}
-	return nil
+func claimTemplate(c *v1alpha1.Claim, templates planning.TemplateIndex) *planning.Template {
+	return templates.Get(c.Spec.Pool, c.Status.InstanceType, c.Status.Zone, cloud.CapacityType(c.Status.CapacityType))
 }

@@ -125,7 +125,7 @@ func TestFillInFlightLeavesRoomKeptForPodsToCome(t *testing.T) {
 				t.Fatal(err)
 			}
 			pod := planning.NewPod(arriving, &planning.FilterState{Plugins: fw, State: state, Pod: arriving})
-			rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates)
+			rest := p.fillInFlight(ctx, []*planning.Pod{pod}, planning.IndexTemplates(templates))
 			if placed := len(rest) == 0; placed != tc.wantKept {
 				t.Errorf("placed on the booting claim: %v, want %v", placed, tc.wantKept)
 			}
@@ -220,13 +220,13 @@ func TestFillInFlightHandsBackPodsForANodeUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := planning.NewPod(arriving, &planning.FilterState{Plugins: fw, State: state, Pod: arriving})
-	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates); len(rest) != 0 || len(activated) != 1 {
+	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, planning.IndexTemplates(templates)); len(rest) != 0 || len(activated) != 1 {
 		t.Fatalf("%d pods left to plan, %d handed back; want the pod handed back", len(rest), len(activated))
 	}
 	if got, _ := lw.l.Claims.Get("booted"); len(got.Spec.Pods) != 1 {
 		t.Errorf("the claim holds %d pods, want only its own: nothing written to it", len(got.Spec.Pods))
 	}
-	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, templates); len(rest) != 1 {
+	if rest := p.fillInFlight(ctx, []*planning.Pod{pod}, planning.IndexTemplates(templates)); len(rest) != 1 {
 		t.Errorf("handed back again: a pod the scheduler failed again must be planned")
 	}
 }

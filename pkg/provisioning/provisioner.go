@@ -181,10 +181,11 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		return
 	}
 	read := p.clock().Since(start)
-	if pods = p.fillExpected(ctx, pods, templates); len(pods) == 0 {
+	index := planning.IndexTemplates(templates)
+	if pods = p.fillExpected(ctx, pods, index); len(pods) == 0 {
 		return
 	}
-	if pods = p.fillInFlight(ctx, pods, templates); len(pods) == 0 {
+	if pods = p.fillInFlight(ctx, pods, index); len(pods) == 0 {
 		return
 	}
 	if pods = p.handBack(ctx, pods); len(pods) == 0 {
