@@ -8,6 +8,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +99,10 @@ type Controller struct {
 	progress rollout.Progress
 	// scaledUpAt is when a pass last saw the cluster scaling up.
 	scaledUpAt time.Time
+	// deletions counts the pods that left (a node's room freed); quiet is what the fruitless
+	// passes since the last change saw (only the loop's goroutine uses it).
+	deletions atomic.Uint64
+	quiet     quiet
 }
 
 const passKey = "pass"
@@ -126,6 +131,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.activity, c.events, c.decided = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	c.queue = queue
+	c.quiet.reset() // a replica that leads again looks at the cluster afresh
 	c.mu.Unlock()
 	defer func() {
 		queue.ShutDown()
@@ -144,6 +150,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
+			c.deletions.Add(1)
 			c.touch(obj)
 		},
 	})
@@ -240,6 +247,14 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	candidates, draining := c.triage(ctx, s, podsOn, reserved)
 	s.owned = candidates
 	s.excluded = reserved
+	// Only a pass with nothing under way and nothing scaling up may be quiet: a drain is
+	// watched every pass, and a scale-up's passes are few and cheap.
+	settled := !draining && s.scaleUp == "" && !s.creating
+	fp := fingerprint(s, c.deletions.Load())
+	if settled && c.quiet.holds(fp, s.now) {
+		return false
+	}
+	lookedAtAll := true // every method could ask its questions
 	if c.Launcher != nil && c.Offerings != nil && len(candidates) > 0 {
 		// Bounded: a slow catalog refresh costs this pass its replacements, never the drains
 		// of the next passes.
@@ -247,6 +262,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 		if ts, err := c.Offerings.Templates(tctx); err == nil {
 			s.templates = ts
 		} else {
+			lookedAtAll = false
 			logger.Info("No replacements this pass: cannot list what to launch", "err", err)
 		}
 		cancel()
@@ -258,6 +274,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	for _, k := range kept {
 		c.eventOnce(k.node.node, "DisruptionBlocked", "Tailor keeps this node: "+k.why)
 	}
+	c.noteQuiet(ctx, s, settled && lookedAtAll && len(ds) == 0 && len(kept) == 0, fp)
 	for _, d := range ds {
 		if ctx.Err() != nil {
 			return draining // no longer the leader: the next one decides again
@@ -366,6 +383,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	}
 	// Listed once: the store copies every claim on each list.
 	claims := c.Claims.List()
+	s.claims = claims
 	for name := range awaitedNodes(claims, pending, s.now) {
 		nominated[name] = true
 	}

@@ -52,7 +52,9 @@ type snapshot struct {
 	nodes []*corev1.Node
 	pods  []*corev1.Pod
 	pdbs  []*policyv1.PodDisruptionBudget
-	owned []*ownedNode
+	// claims are every claim, as the pass listed them.
+	claims []*v1alpha1.Claim
+	owned  []*ownedNode
 	// budget is how many more nodes each pool may start disrupting now.
 	budget map[string]int
 	// templates are what replacements may be launched as (none: no replacements).
