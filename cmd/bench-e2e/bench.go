@@ -24,6 +24,9 @@ type bench struct {
 	tailorRSS, vanillaRSS *peakRSS
 	// clientQPS is both schedulers' API client rate limit.
 	clientQPS float64
+	// consolidationLook is how long the cluster stays quiet after the burst before the
+	// fit-existing phase (see consolidationLook).
+	consolidationLook time.Duration
 }
 
 // vanillaSchedulerName is the profile the vanilla kube-scheduler serves.
@@ -51,6 +54,9 @@ func prepare(ctx context.Context, o options, e *env.Environment) (*bench, error)
 		}
 	}
 	if b.clientQPS, err = clientQPS(config); err != nil {
+		return nil, err
+	}
+	if b.consolidationLook, err = consolidationLook(config); err != nil {
 		return nil, err
 	}
 	progressf("planning %s with %s", o.burst, config)
@@ -128,6 +134,14 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 			s.done, expected, s.pending, s.deleting, s.inFlight)
 	})
 	rep := b.burstReport(rec, expected, applied, allRunning, settled)
+	if settled {
+		// Consolidation's first look after the burst: what it moves counts as after the
+		// scale-up, and the fit-existing phase does not share the scheduler with its drains.
+		progressf("waiting %s for consolidation's first look after the burst", b.consolidationLook)
+		rec.waitSettled(wctx, expected, b.consolidationLook, func(burstState) {})
+		rec.disruptions(rep)
+	}
+	rec.freeze()
 	if err := rec.saveTimeline(filepath.Join(b.o.dir, "timeline.tsv"), applied); err != nil {
 		progressf("cannot write the pods' timeline: %v", err)
 	}

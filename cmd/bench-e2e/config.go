@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -89,4 +90,50 @@ func writeVanillaConfig(tailorConfig, path string) (string, error) {
 		"leaderElection":   map[string]any{"leaderElect": false},
 		"profiles":         []any{map[string]any{"schedulerName": vanillaSchedulerName}},
 	})
+}
+
+// Tailor's defaults for the two settings consolidationLook reads (apis/config/v1).
+const (
+	defaultConsolidationInterval = 15 * time.Second
+	defaultConsolidateAfter      = 30 * time.Second
+)
+
+// consolidationLook is how long consolidation takes to first look at a burst that has settled
+// and to carry out what it decides then: the longest consolidateAfter of the config's pools
+// (it waits that long after the last scale-up) and two consolidationIntervals (the pass that
+// decides, and one for its drain to show).
+func consolidationLook(path string) (time.Duration, error) {
+	cfg, err := readConfig(path)
+	if err != nil {
+		return 0, err
+	}
+	interval, after := defaultConsolidationInterval, time.Duration(0)
+	profiles, _ := cfg["profiles"].([]any)
+	for _, prof := range profiles {
+		pcs, _ := prof.(map[string]any)["pluginConfig"].([]any)
+		for _, pc := range pcs {
+			args, _ := pc.(map[string]any)["args"].(map[string]any)
+			if args == nil || args["pools"] == nil {
+				continue
+			}
+			if v, ok := args["consolidationInterval"].(string); ok {
+				if interval, err = time.ParseDuration(v); err != nil {
+					return 0, fmt.Errorf("%s: consolidationInterval: %w", path, err)
+				}
+			}
+			pools, _ := args["pools"].([]any)
+			for _, p := range pools {
+				d := defaultConsolidateAfter
+				if disruption, ok := p.(map[string]any)["disruption"].(map[string]any); ok {
+					if v, ok := disruption["consolidateAfter"].(string); ok {
+						if d, err = time.ParseDuration(v); err != nil {
+							return 0, fmt.Errorf("%s: consolidateAfter: %w", path, err)
+						}
+					}
+				}
+				after = max(after, d)
+			}
+		}
+	}
+	return after + 2*interval, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestVanillaConfigFollowsTailors(t *testing.T) {
@@ -41,5 +42,40 @@ profiles:
 	}
 	if qps, err := clientQPS(vanilla); err != nil || qps != 500 {
 		t.Errorf("clientQPS = %v, %v; want 500", qps, err)
+	}
+}
+
+func TestConsolidationLook(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{"the sandbox's settings", `consolidationInterval: 5s
+      pools:
+      - name: a
+        disruption: {consolidateAfter: 10s}
+      - name: b
+        disruption: {consolidateAfter: 7s}`, 20 * time.Second, false},
+		{"Tailor's defaults", `pools:
+      - name: a`, 60 * time.Second, false},
+		{"a bad duration names its field", `consolidationInterval: soon
+      pools:
+      - name: a`, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			cfg := "profiles:\n- schedulerName: tailor\n  pluginConfig:\n  - name: Tailor\n    args:\n      " + tc.args + "\n"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := consolidationLook(path)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("consolidationLook = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -40,8 +40,9 @@ type report struct {
 	Evictions    int            `json:"evictions"`
 	Drains       int            `json:"drains"`
 	DrainReasons map[string]int `json:"drainReasons,omitempty"`
-	// AfterScaleUp counts the same from then until the burst stayed settled for the quiet
-	// period: consolidation moving pods off a fleet that has stopped growing, which is its job.
+	// AfterScaleUp counts the same from then until consolidation has had its first look at the
+	// settled burst (consolidateAfter and two consolidation intervals of quiet): consolidation
+	// moving pods off a fleet that has stopped growing, which is its job.
 	AfterScaleUp afterScaleUp `json:"afterScaleUp"`
 
 	// Latencies from a pod's creation as its watch event arrived: to the first claim listing

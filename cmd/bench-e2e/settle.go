@@ -129,7 +129,6 @@ func (r *recorder) waitSettled(ctx context.Context, expected int, quiet time.Dur
 		case since.IsZero() || s.changes != sinceChanges:
 			since, sinceChanges = now, s.changes
 		case now.Sub(since) >= quiet:
-			r.freeze()
 			return since, true
 		}
 		select {
@@ -226,8 +225,7 @@ func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 		}
 	}
 	rep.ClaimLaunchedToRegistered = latencyOf(boots)
-	rep.Evictions, rep.Drains, rep.DrainReasons = len(r.duringScaleUp.evicted), len(r.duringScaleUp.drained), r.duringScaleUp.reasons()
-	rep.AfterScaleUp = afterScaleUp{Evictions: len(r.afterScaleUp.evicted), Drains: len(r.afterScaleUp.drained), DrainReasons: r.afterScaleUp.reasons()}
+	r.disruptionsLocked(rep)
 	rep.ClaimsLaunched = len(r.claimsSeen)
 	if !r.lastCreated.IsZero() {
 		rep.LastPodCreatedAfterApplySeconds = seconds(r.lastCreated.Sub(applied))
@@ -236,4 +234,18 @@ func (r *recorder) timings(rep *report, applied, allRunning time.Time) {
 		rep.AllRunningAfterApplySeconds = seconds(allRunning.Sub(applied))
 		rep.AllRunningAfterLastCreateSeconds = seconds(max(allRunning.Sub(r.lastCreated), 0))
 	}
+}
+
+// disruptions puts the pods evicted and nodes drained so far in rep, during and after the
+// scale-up.
+func (r *recorder) disruptions(rep *report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disruptionsLocked(rep)
+}
+
+// disruptionsLocked is disruptions for callers that hold r.mu.
+func (r *recorder) disruptionsLocked(rep *report) {
+	rep.Evictions, rep.Drains, rep.DrainReasons = len(r.duringScaleUp.evicted), len(r.duringScaleUp.drained), r.duringScaleUp.reasons()
+	rep.AfterScaleUp = afterScaleUp{Evictions: len(r.afterScaleUp.evicted), Drains: len(r.afterScaleUp.drained), DrainReasons: r.afterScaleUp.reasons()}
 }
