@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -70,15 +71,19 @@ func TestStartupTaintNeverLiftedTimesOut(t *testing.T) {
 		}
 		return false
 	})
-	n := getNode(t, second.Status.NodeName)
-	var taints []corev1.Taint
-	for _, tt := range n.Spec.Taints {
-		if tt.Key != startupTaint {
-			taints = append(taints, tt)
+	// As an agent would: on the newest node, again if kwok or Tailor wrote it meanwhile.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := getNode(t, second.Status.NodeName)
+		var taints []corev1.Taint
+		for _, tt := range n.Spec.Taints {
+			if tt.Key != startupTaint {
+				taints = append(taints, tt)
+			}
 		}
-	}
-	n.Spec.Taints = taints
-	if _, err := world.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		n.Spec.Taints = taints
+		_, err := world.Client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	pods := waitRunning(t, ns, 1)
