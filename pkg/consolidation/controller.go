@@ -250,7 +250,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	// Only a pass with nothing under way and nothing scaling up may be quiet: a drain is
 	// watched every pass, and a scale-up's passes are few and cheap.
 	settled := !draining && s.scaleUp == "" && !s.creating
-	fp := fingerprint(s, c.deletions.Load())
+	fp := fingerprint(s)
 	if settled && c.quiet.holds(fp, s.now) {
 		return false
 	}
@@ -342,6 +342,9 @@ func (c *Controller) triage(ctx context.Context, s *snapshot, podsOn map[string]
 
 // snapshot reads what a pass needs from the caches.
 func (c *Controller) snapshot() (*snapshot, error) {
+	// Read before the pods: a pod that leaves after this is counted by the next pass, which
+	// lists it gone.
+	deletions := c.deletions.Load()
 	nodes, err := c.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -352,7 +355,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	}
 	c.passes++
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
-		rotation: c.passes * maxReplaceQuestions}
+		rotation: c.passes * maxReplaceQuestions, deletions: deletions}
 	nominated := map[string]bool{}
 	var pending []*corev1.Pod
 	for _, p := range pods {

@@ -52,9 +52,11 @@ type snapshot struct {
 	nodes []*corev1.Node
 	pods  []*corev1.Pod
 	pdbs  []*policyv1.PodDisruptionBudget
-	// claims are every claim, as the pass listed them.
-	claims []*v1alpha1.Claim
-	owned  []*ownedNode
+	// claims are every claim, as the pass listed them; deletions counts the pods that had left
+	// a node before the pass listed the pods (see quiet).
+	claims    []*v1alpha1.Claim
+	deletions uint64
+	owned     []*ownedNode
 	// budget is how many more nodes each pool may start disrupting now.
 	budget map[string]int
 	// templates are what replacements may be launched as (none: no replacements).

@@ -27,10 +27,17 @@ func (deleteMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 	return nil, nil
 }
 
-// byPrice is cs, the most expensive node first (in the snapshot's order among equals): the
+// byPrice is cs, the most expensive node first (by name among equals): the
 // order in which delete, merge and replace look at underutilized nodes.
 func byPrice(cs []*candidate) []*candidate {
 	out := append([]*candidate(nil), cs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].price > out[j].price })
+	// Ties by name: the caches list nodes in no set order, and replace's rotation must walk
+	// the same order from pass to pass to ask about every candidate in turn.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].price != out[j].price {
+			return out[i].price > out[j].price
+		}
+		return out[i].node.Name < out[j].node.Name
+	})
 	return out
 }

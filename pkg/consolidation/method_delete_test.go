@@ -1,6 +1,7 @@
 package consolidation
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,4 +30,19 @@ func TestDeleteMethod(t *testing.T) {
 				return nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.2xlarge")), pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"))
 			}},
 	}, w.only(deleteMethod{}))
+}
+
+// Replace's rotation walks byPrice's order pass after pass, so nodes of one price keep one
+// order whatever order the caches list them in.
+func TestByPriceBreaksTiesByName(t *testing.T) {
+	w := newWorld(t)
+	c := func(name, typ string) *candidate { return &candidate{ownedNode: w.node(name, typ)} }
+	got := byPrice([]*candidate{c("c", "m6g.xlarge"), c("a", "m6g.xlarge"), c("z", "m6g.2xlarge"), c("b", "m6g.xlarge")})
+	var names []string
+	for _, x := range got {
+		names = append(names, x.node.Name)
+	}
+	if want := []string{"z", "a", "b", "c"}; !slices.Equal(names, want) {
+		t.Errorf("byPrice order %v, want %v", names, want)
+	}
 }

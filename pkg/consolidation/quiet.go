@@ -3,9 +3,12 @@ package consolidation
 import (
 	"context"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -58,14 +61,15 @@ func (q *quiet) fruitlessPass(fp uint64, candidates int, until time.Time) {
 func (q *quiet) reset() { *q = quiet{} }
 
 // fingerprint sums what a fruitless pass's answer rests on beyond the pods that arrived since
-// (a pod arriving only takes room): how many pods left (deletions), each node's spec, deletion,
-// readiness and Tailor's marks on it, each claim's and each PodDisruptionBudget's version. A
-// sum of per-object hashes, so the caches' order does not matter.
-func fingerprint(s *snapshot, deletions uint64) uint64 {
-	sum := deletions
+// (a pod arriving only takes room): how many pods had left when it listed them (s.deletions),
+// each node's room and who may use it (labels, taints, cordon, allocatable, readiness,
+// deletion, Tailor's marks), each claim's and each PodDisruptionBudget's version. A sum of
+// per-object hashes, so the caches' order does not matter. A Node's status heartbeats change its
+// resourceVersion and a Node has no generation, so its fields are hashed, not its version.
+func fingerprint(s *snapshot) uint64 {
+	sum := s.deletions
 	for _, n := range s.nodes {
-		sum += hashOf(n.Name, strconv.FormatInt(n.Generation, 10), strconv.FormatBool(n.DeletionTimestamp != nil),
-			strconv.FormatBool(lifecycle.Ready(n)), interruption(n), n.Annotations[v1alpha1.AnnotationDoNotDisrupt])
+		sum += nodeHash(n)
 	}
 	for _, c := range s.claims {
 		sum += hashOf("claim", c.Name, c.ResourceVersion)
@@ -74,6 +78,30 @@ func fingerprint(s *snapshot, deletions uint64) uint64 {
 		sum += hashOf("pdb", p.Namespace, p.Name, p.ResourceVersion)
 	}
 	return sum
+}
+
+// nodeHash hashes what of a node a decision reads.
+func nodeHash(n *corev1.Node) uint64 {
+	h := fnv.New64a()
+	write := func(parts ...string) {
+		for _, p := range parts {
+			_, _ = h.Write([]byte(p))
+			_, _ = h.Write([]byte{0})
+		}
+	}
+	write(n.Name, strconv.FormatBool(n.Spec.Unschedulable), strconv.FormatBool(n.DeletionTimestamp != nil),
+		strconv.FormatBool(lifecycle.Ready(n)), interruption(n), n.Annotations[v1alpha1.AnnotationDoNotDisrupt])
+	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+		write(k, n.Labels[k])
+	}
+	for _, t := range n.Spec.Taints {
+		write(t.Key, t.Value, string(t.Effect))
+	}
+	for _, r := range slices.Sorted(maps.Keys(n.Status.Allocatable)) {
+		q := n.Status.Allocatable[r]
+		write(string(r), q.String())
+	}
+	return h.Sum64()
 }
 
 func hashOf(parts ...string) uint64 {

@@ -72,12 +72,13 @@ func TestFingerprint(t *testing.T) {
 		s := w.snapshot(1, nodes(w.node("a", "m6g.xlarge"), w.node("b", "m6g.xlarge")), w.pod("p", "a", "1"))
 		s.claims = []*v1alpha1.Claim{{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "10"}}}
 		s.pdbs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pdb", ResourceVersion: "5"}}}
+		s.deletions = 7
 		for _, n := range s.nodes {
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 		}
 		return s
 	}
-	want := fingerprint(base(), 7)
+	want := fingerprint(base())
 	for _, tc := range []struct {
 		name      string
 		change    func(s *snapshot)
@@ -88,7 +89,16 @@ func TestFingerprint(t *testing.T) {
 		{"a pod arrived", func(s *snapshot) { s.pods = append(s.pods, w.pod("q", "b", "1")) }, 7, true},
 		{"the nodes listed in another order", func(s *snapshot) { s.nodes[0], s.nodes[1] = s.nodes[1], s.nodes[0] }, 7, true},
 		{"a pod left", func(*snapshot) {}, 8, false},
-		{"a node's spec changed (a taint, a cordon)", func(s *snapshot) { s.nodes[0].Generation++ }, 7, false},
+		{"a node is cordoned", func(s *snapshot) { s.nodes[0].Spec.Unschedulable = true }, 7, false},
+		{"a node is tainted", func(s *snapshot) {
+			s.nodes[0].Spec.Taints = append(s.nodes[0].Spec.Taints, corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule})
+		}, 7, false},
+		{"a node is labelled", func(s *snapshot) { s.nodes[0].Labels["team"] = "blue" }, 7, false},
+		{"a node's allocatable changed", func(s *snapshot) { s.nodes[0].Status.Allocatable = nil }, 7, false},
+		{"a node's status heartbeat", func(s *snapshot) {
+			s.nodes[0].ResourceVersion = "99"
+			s.nodes[0].Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(w.now)
+		}, 7, true},
 		{"a node is being deleted", func(s *snapshot) { s.nodes[1].DeletionTimestamp = &metav1.Time{Time: w.now} }, 7, false},
 		{"a node is no longer Ready", func(s *snapshot) { s.nodes[1].Status.Conditions[0].Status = corev1.ConditionFalse }, 7, false},
 		{"a node is interrupted", func(s *snapshot) {
@@ -104,7 +114,8 @@ func TestFingerprint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base()
 			tc.change(s)
-			if got := fingerprint(s, tc.deletions) == want; got != tc.same {
+			s.deletions = tc.deletions
+			if got := fingerprint(s) == want; got != tc.same {
 				t.Errorf("fingerprint unchanged: %v, want %v", got, tc.same)
 			}
 		})
