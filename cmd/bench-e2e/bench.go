@@ -32,6 +32,10 @@ type bench struct {
 // vanillaSchedulerName is the profile the vanilla kube-scheduler serves.
 const vanillaSchedulerName = "vanilla"
 
+// lookTimeout bounds the wait for consolidation's first look after a burst, in its quiet
+// stretches: a fleet still changing after ten of them is a finding, not a wait.
+const lookTimeout = 10
+
 // readyLog is what Tailor's scheduler logs once its instance catalog is loaded.
 const readyLog = "Instance catalog loaded"
 
@@ -134,11 +138,14 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 			s.done, expected, s.pending, s.deleting, s.inFlight)
 	})
 	rep := b.burstReport(rec, expected, applied, allRunning, settled)
+	looked := true
 	if settled {
 		// Consolidation's first look after the burst: what it moves counts as after the
 		// scale-up, and the fit-existing phase does not share the scheduler with its drains.
 		progressf("waiting %s for consolidation's first look after the burst", b.consolidationLook)
-		rec.waitSettled(wctx, expected, b.consolidationLook, func(burstState) {})
+		lctx, cancelLook := context.WithTimeout(ctx, lookTimeout*b.consolidationLook)
+		_, looked = rec.waitSettled(lctx, expected, b.consolidationLook, func(burstState) {})
+		cancelLook()
 		rec.disruptions(rep)
 	}
 	rec.freeze()
@@ -161,6 +168,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	progressf("settled %.1fs after the apply: %d pods, %d nodes, $%.4f/h (plan: %d nodes, $%.4f/h), %d evictions and %d drains during the scale-up, %d and %d after",
 		rep.AllRunningAfterApplySeconds, rep.Pods, rep.Nodes, rep.FleetPricePerHour, rep.PlanNodes, rep.PlanPricePerHour, rep.Evictions, rep.Drains,
 		rep.AfterScaleUp.Evictions, rep.AfterScaleUp.Drains)
+	if !looked && ctx.Err() == nil {
+		return rep, fmt.Errorf("consolidation was still moving pods %s after the burst settled", lookTimeout*b.consolidationLook)
+	}
 	if b.o.fitPods == 0 {
 		return rep, nil
 	}

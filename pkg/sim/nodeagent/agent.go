@@ -292,6 +292,9 @@ func (a *Agent) boot(ctx context.Context, in *cloud.Instance, it *cloud.Instance
 		case <-ctx.Done():
 			return
 		}
+		if a.held(*in) {
+			return // held while it waited its turn: the sync after the release boots it
+		}
 		if err := a.register(ctx, in, it); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Node agent cannot register the instance; next sync tries again", "instance", in.ID, "err", err)
 		}
