@@ -32,9 +32,11 @@ type bench struct {
 // vanillaSchedulerName is the profile the vanilla kube-scheduler serves.
 const vanillaSchedulerName = "vanilla"
 
-// lookTimeout bounds the wait for consolidation's first look after a burst, in its quiet
-// stretches: a fleet still changing after ten of them is a finding, not a wait.
-const lookTimeout = 10
+// lookBound bounds the wait for consolidation's first look after a burst: long enough for
+// a chain of replacements (each launches, drains and lets its pods land before the next can be
+// decided: six took 200 s after the controllers burst), and a fleet still changing after it is
+// a finding, not a wait.
+func lookBound(look time.Duration) time.Duration { return max(10*look, 10*time.Minute) }
 
 // readyLog is what Tailor's scheduler logs once its instance catalog is loaded.
 const readyLog = "Instance catalog loaded"
@@ -143,7 +145,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		// Consolidation's first look after the burst: what it moves counts as after the
 		// scale-up, and the fit-existing phase does not share the scheduler with its drains.
 		progressf("waiting %s for consolidation's first look after the burst", b.consolidationLook)
-		lctx, cancelLook := context.WithTimeout(ctx, lookTimeout*b.consolidationLook)
+		lctx, cancelLook := context.WithTimeout(ctx, lookBound(b.consolidationLook))
 		_, looked = rec.waitSettled(lctx, expected, b.consolidationLook, func(burstState) {})
 		cancelLook()
 		rec.disruptions(rep)
@@ -169,7 +171,7 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		rep.AllRunningAfterApplySeconds, rep.Pods, rep.Nodes, rep.FleetPricePerHour, rep.PlanNodes, rep.PlanPricePerHour, rep.Evictions, rep.Drains,
 		rep.AfterScaleUp.Evictions, rep.AfterScaleUp.Drains)
 	if !looked && ctx.Err() == nil {
-		return rep, fmt.Errorf("consolidation was still moving pods %s after the burst settled", lookTimeout*b.consolidationLook)
+		return rep, fmt.Errorf("consolidation was still moving pods %s after the burst settled", lookBound(b.consolidationLook))
 	}
 	if b.o.fitPods == 0 {
 		return rep, nil
