@@ -34,8 +34,8 @@ const vanillaSchedulerName = "vanilla"
 
 // lookBound bounds the wait for consolidation's first look after a burst: long enough for
 // a chain of replacements (each launches, drains and lets its pods land before the next can be
-// decided: six took 200 s after the controllers burst), and a fleet still changing after it is
-// a finding, not a wait.
+// decided: six took 200 s after the controllers burst). A cluster still changing then (a Job
+// still running its pods never goes quiet) is reported, and the run goes on.
 func lookBound(look time.Duration) time.Duration { return max(10*look, 10*time.Minute) }
 
 // readyLog is what Tailor's scheduler logs once its instance catalog is loaded.
@@ -171,7 +171,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		rep.AllRunningAfterApplySeconds, rep.Pods, rep.Nodes, rep.FleetPricePerHour, rep.PlanNodes, rep.PlanPricePerHour, rep.Evictions, rep.Drains,
 		rep.AfterScaleUp.Evictions, rep.AfterScaleUp.Drains)
 	if !looked && ctx.Err() == nil {
-		return rep, fmt.Errorf("consolidation was still moving pods %s after the burst settled", lookBound(b.consolidationLook))
+		// A Job still running its pods, or consolidation still moving them: said, not fatal.
+		progressf("the cluster was still changing %s after the burst settled; the fit-existing phase runs beside it", lookBound(b.consolidationLook))
 	}
 	if b.o.fitPods == 0 {
 		return rep, nil
