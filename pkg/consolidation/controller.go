@@ -250,9 +250,11 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 	// Only a pass with nothing under way and nothing scaling up may be quiet: a drain is
 	// watched every pass, and a scale-up's passes are few and cheap.
 	settled := !draining && s.scaleUp == "" && !s.creating
-	fp := fingerprint(s)
-	if settled && c.quiet.holds(fp, s.now) {
-		return false
+	var fp uint64 // only a settled pass needs it
+	if settled {
+		if fp = fingerprint(s); c.quiet.holds(fp, s.now) {
+			return false
+		}
 	}
 	lookedAtAll := true // every method could ask its questions
 	if c.Launcher != nil && c.Offerings != nil && len(candidates) > 0 {

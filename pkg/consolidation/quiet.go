@@ -2,6 +2,7 @@ package consolidation
 
 import (
 	"context"
+	"hash"
 	"hash/fnv"
 	"maps"
 	"slices"
@@ -83,34 +84,33 @@ func fingerprint(s *snapshot) uint64 {
 // nodeHash hashes what of a node a decision reads.
 func nodeHash(n *corev1.Node) uint64 {
 	h := fnv.New64a()
-	write := func(parts ...string) {
-		for _, p := range parts {
-			_, _ = h.Write([]byte(p))
-			_, _ = h.Write([]byte{0})
-		}
-	}
-	write(n.Name, strconv.FormatBool(n.Spec.Unschedulable), strconv.FormatBool(n.DeletionTimestamp != nil),
+	write(h, n.Name, strconv.FormatBool(n.Spec.Unschedulable), strconv.FormatBool(n.DeletionTimestamp != nil),
 		strconv.FormatBool(lifecycle.Ready(n)), interruption(n), n.Annotations[v1alpha1.AnnotationDoNotDisrupt])
 	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
-		write(k, n.Labels[k])
+		write(h, k, n.Labels[k])
 	}
 	for _, t := range n.Spec.Taints {
-		write(t.Key, t.Value, string(t.Effect))
+		write(h, t.Key, t.Value, string(t.Effect))
 	}
 	for _, r := range slices.Sorted(maps.Keys(n.Status.Allocatable)) {
 		q := n.Status.Allocatable[r]
-		write(string(r), q.String())
+		write(h, string(r), q.String())
 	}
 	return h.Sum64()
 }
 
+// hashOf hashes parts, each ended by a zero byte so that ("ab", "c") and ("a", "bc") differ.
 func hashOf(parts ...string) uint64 {
 	h := fnv.New64a()
+	write(h, parts...)
+	return h.Sum64()
+}
+
+func write(h hash.Hash64, parts ...string) {
 	for _, p := range parts {
 		_, _ = h.Write([]byte(p))
 		_, _ = h.Write([]byte{0})
 	}
-	return h.Sum64()
 }
 
 // quietUntil is the first moment time alone could give a decision the pass did not find: a
@@ -120,7 +120,7 @@ func hashOf(parts ...string) uint64 {
 // follows a schedule.
 func quietUntil(s *snapshot, candidates []*ownedNode, decided map[string]time.Time) time.Time {
 	until := s.now.Add(maxQuiet)
-	later := func(t time.Time) {
+	earlier := func(t time.Time) {
 		if t.After(s.now) && t.Before(until) {
 			until = t
 		}
@@ -128,19 +128,19 @@ func quietUntil(s *snapshot, candidates []*ownedNode, decided map[string]time.Ti
 	for _, o := range candidates {
 		for _, b := range o.pool.Disruption.Budgets {
 			if b.Schedule != "" {
-				later(s.now.Add(scheduledBudgetQuiet))
+				earlier(s.now.Add(scheduledBudgetQuiet))
 			}
 		}
 		if after := o.pool.Disruption.ConsolidateAfter.Duration; after > 0 {
-			later(o.idleSince.Add(after))
-			later(s.scaledUpAt.Add(after))
+			earlier(o.idleSince.Add(after))
+			earlier(s.scaledUpAt.Add(after))
 		}
 		if after := o.pool.Disruption.ExpireAfter.Duration; after > 0 {
-			later(o.node.CreationTimestamp.Add(after))
+			earlier(o.node.CreationTimestamp.Add(after))
 		}
 	}
 	for _, t := range decided {
-		later(t.Add(decidedMemory))
+		earlier(t.Add(decidedMemory))
 	}
 	return until
 }
