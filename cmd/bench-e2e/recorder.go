@@ -37,8 +37,11 @@ type recorder struct {
 	created  map[types.UID]time.Time
 	names    map[types.UID]string    // namespace/name, for the timeline
 	running  map[types.UID]time.Time // first seen Running (or Succeeded)
-	launched map[types.UID]time.Time // first claim listing the pod seen launched
-	daemon   map[types.UID]bool
+	// completed are a Job's pods seen Succeeded: their work is done even after PodGC deletes
+	// them with the node consolidation took away.
+	completed map[types.UID]bool
+	launched  map[types.UID]time.Time // first claim listing the pod seen launched
+	daemon    map[types.UID]bool
 	// duringScaleUp and afterScaleUp count pods evicted and nodes drained before and after
 	// scaledUp.
 	duringScaleUp, afterScaleUp disruptions
@@ -60,7 +63,8 @@ func newRecorder(client kubernetes.Interface, claimsClient versioned.Interface, 
 		nodes:     informers.NewSharedInformerFactory(client, 0),
 		claims:    claims.NewStoreForClient(claimsClient),
 		created:   map[types.UID]time.Time{}, names: map[types.UID]string{}, running: map[types.UID]time.Time{}, launched: map[types.UID]time.Time{},
-		daemon: map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]bool{},
+		completed: map[types.UID]bool{},
+		daemon:    map[types.UID]bool{}, claimsSeen: map[string]bool{}, drained: map[string]bool{},
 		duringScaleUp: newDisruptions(), afterScaleUp: newDisruptions(),
 		claimLaunched: map[string]time.Time{}, claimRegistered: map[string]time.Time{},
 	}
@@ -170,6 +174,9 @@ func (r *recorder) tally() disruptions {
 func (r *recorder) observe(p *corev1.Pod, now time.Time) {
 	if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
 		return
+	}
+	if p.Status.Phase == corev1.PodSucceeded && ownerKind(p) == "Job" {
+		r.completed[p.UID] = true
 	}
 	if _, seen := r.running[p.UID]; !seen {
 		r.running[p.UID] = now

@@ -50,3 +50,44 @@ func TestDisruptionsCountByPhase(t *testing.T) {
 		t.Errorf("after the scale-up: %+v; want 2 evictions, 1 drain {delete: 1}", after)
 	}
 }
+
+// TestStateCountsAJobPodDoneAfterPodGCDeletesIt: a Job's pod that succeeded stays done when
+// PodGC deletes it with a node consolidation removed, so the burst still reads settled; a
+// Deployment's pod that goes is no longer done.
+func TestStateCountsAJobPodDoneAfterPodGCDeletesIt(t *testing.T) {
+	r := newRecorder(fake.NewClientset(), claimsfake.NewSimpleClientset(), "burst")
+	pods := r.pods.Core().V1().Pods().Informer().GetIndexer()
+	owned := func(name, kind string, phase corev1.PodPhase) *corev1.Pod {
+		yes := true
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(name), Name: name, Namespace: "burst",
+			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: kind, Controller: &yes}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	job, web := owned("job-1", "Job", corev1.PodRunning), owned("web-1", "ReplicaSet", corev1.PodRunning)
+	for _, p := range []*corev1.Pod{job, web} {
+		r.podAdded(p)
+		if err := pods.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := r.state(); s.done != 2 || !s.settled(2) {
+		t.Fatalf("both Running: done %d, settled %v; want 2, true", s.done, s.settled(2))
+	}
+	succeeded := owned("job-1", "Job", corev1.PodSucceeded)
+	r.podUpdated(job, succeeded)
+	if err := pods.Update(succeeded); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.state(); s.done != 2 {
+		t.Errorf("the Job's pod Succeeded: done %d, want 2 (counted once)", s.done)
+	}
+	for _, p := range []*corev1.Pod{succeeded, web} {
+		r.podDeleted(p)
+		if err := pods.Delete(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := r.state(); s.done != 1 || s.settled(2) {
+		t.Errorf("both deleted: done %d, settled %v; want 1 (the Job's), false", s.done, s.settled(2))
+	}
+}

@@ -20,8 +20,8 @@ import (
 
 // burstState is the burst as the recorder's caches hold it at one moment.
 type burstState struct {
-	// done are the pods no DaemonSet owns that are Running, or a Job's that Succeeded;
-	// daemonRunning the DaemonSets' pods Running.
+	// done are the pods no DaemonSet owns that are Running, and a Job's pods ever seen
+	// Succeeded (deleted since or not); daemonRunning the DaemonSets' pods Running.
 	done, daemonRunning int
 	pending             int
 	podsByPhase         map[string]int
@@ -42,6 +42,8 @@ func (r *recorder) state() burstState {
 	s := burstState{podsByPhase: map[string]int{}, claimsByPhase: map[string]int{}}
 	r.mu.Lock()
 	s.changes = r.changes
+	// Read before the pods are listed, so a pod that succeeds meanwhile is counted at most once.
+	s.done = len(r.completed)
 	r.mu.Unlock()
 	pods, _ := r.pods.Core().V1().Pods().Lister().Pods(r.namespace).List(labels.Everything())
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
@@ -53,7 +55,7 @@ func (r *recorder) state() burstState {
 			s.deleting++
 		case p.Status.Phase == corev1.PodRunning && daemon:
 			s.daemonRunning++
-		case p.Status.Phase == corev1.PodRunning, p.Status.Phase == corev1.PodSucceeded && ownerKind(p) == "Job":
+		case p.Status.Phase == corev1.PodRunning:
 			s.done++
 		case p.Status.Phase == corev1.PodPending:
 			s.pending++
