@@ -143,6 +143,7 @@ func whole(types []Type, groups []WholeGroup, certify bool) (Solution, float64, 
 	}
 
 	var x []float64
+	var fills knapsackBuffers
 	exact, exactRounds, certified := false, 0, 0.0
 	for round := 0; ; round++ {
 		n := ng + len(cols)
@@ -188,9 +189,9 @@ func whole(types []Type, groups []WholeGroup, certify bool) (Solution, float64, 
 		podCount := func(u int) int { return groups[live[u]].Count }
 		if !exact {
 			for _, ty := range wtypes {
-				k, v := knapsack(ty.cap, ty.users, value, size, podCount)
+				k, v := fills.knapsack(ty.cap, ty.users, value, size, podCount)
 				if v > ty.price/scale*(1+priceTol) {
-					cols = append(cols, wcol{ty, k})
+					cols = append(cols, wcol{ty, slices.Clone(k)})
 					cost = append(cost, ty.price/scale)
 					added++
 				}
@@ -245,19 +246,21 @@ func whole(types []Type, groups []WholeGroup, certify bool) (Solution, float64, 
 // each, each of size(u)) to maximise the sum of value[u] per pod, greedily: by value per unit of
 // the pod's largest share of the node, and by value per unit of its share of each single
 // dimension; each order started as it is and with each of its first few users taken first. It
-// returns the pods per user (indexed like value) and their value.
-func knapsack(cap []float64, users []int, value []float64, size func(int) []float64, count func(int) int) ([]int, float64) {
-	items := make([]int, 0, len(users))
+// returns the pods per user (indexed like value; b's slice, until the next call) and their value.
+func (b *knapsackBuffers) knapsack(cap []float64, users []int, value []float64, size func(int) []float64, count func(int) int) ([]int, float64) {
+	items := b.items[:0]
 	for _, u := range users {
 		if value[u] > 0 {
 			items = append(items, u)
 		}
 	}
+	b.items = items
 	// Called for every type in every round of the column generation: one set of buffers serves
-	// every fill.
-	bestK, best := make([]int, len(value)), 0.0
-	k, left := make([]int, len(value)), make([]float64, len(cap))
-	order, density := make([]int, len(items)), make([]float64, len(value))
+	// every fill of every call.
+	bestK, best := resized(&b.bestK, len(value)), 0.0
+	clear(bestK)
+	k, left := resized(&b.k, len(value)), resized(&b.left, len(cap))
+	order, density := resized(&b.order, len(items)), resized(&b.density, len(value))
 	take := func(u int) float64 {
 		n := count(u) - k[u]
 		for r, s := range size(u) {
@@ -316,4 +319,21 @@ func knapsack(cap []float64, users []int, value []float64, size func(int) []floa
 		}
 	}
 	return bestK, best
+}
+
+// knapsackBuffers are knapsack's working slices, kept from call to call: column generation
+// fills a node of every type in every round, and a consolidation pass asks for hundreds of
+// such packings.
+type knapsackBuffers struct {
+	items, bestK, k, order []int
+	left, density          []float64
+}
+
+// resized is *buf with length n, reallocated only when it is too short; its contents are stale.
+func resized[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
