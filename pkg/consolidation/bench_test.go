@@ -40,7 +40,7 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	r := rand.New(rand.NewSource(1))
 	now := time.Now()
-	s := &snapshot{now: now, budget: map[string]int{"general": 100}, templates: tmpls, minSavings: 0.1}
+	s := &snapshot{now: now, budget: map[string]int{"general": 100}, templates: tmpls, minSavings: 0.1, podInfos: planning.NewPodInfos()}
 	for i := 0; i < benchNodes; i++ {
 		name := fmt.Sprintf("node-%04d", i)
 		n := node16.Node.DeepCopy()
@@ -70,6 +70,7 @@ func BenchmarkDecide(b *testing.B) {
 	var ds []decision
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		s.podInfos.Rotate() // as each pass does
 		ds, _ = decide(ctx, s, fw)
 	}
 	b.StopTimer()

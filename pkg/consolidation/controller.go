@@ -103,6 +103,8 @@ type Controller struct {
 	// passes since the last change saw (only the loop's goroutine uses it).
 	deletions atomic.Uint64
 	quiet     quiet
+	// podInfos keeps the pods' PodInfos from pass to pass (only the loop's goroutine uses it).
+	podInfos *planning.PodInfos
 }
 
 const passKey = "pass"
@@ -356,8 +358,12 @@ func (c *Controller) snapshot() (*snapshot, error) {
 		return nil, err
 	}
 	c.passes++
+	if c.podInfos == nil {
+		c.podInfos = planning.NewPodInfos()
+	}
+	c.podInfos.Rotate()
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
-		rotation: c.passes * maxReplaceQuestions, deletions: deletions}
+		rotation: c.passes * maxReplaceQuestions, deletions: deletions, podInfos: c.podInfos}
 	nominated := map[string]bool{}
 	var pending []*corev1.Pod
 	for _, p := range pods {

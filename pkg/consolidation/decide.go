@@ -82,6 +82,9 @@ type snapshot struct {
 	// node: a burst's last wave lands on the nodes its first waves filled, and a node that was
 	// idle through the burst is not idle room the burst left over.
 	scaledUpAt time.Time
+	// podInfos gives each pod object one PodInfo across the passes (nil: each question makes
+	// its own).
+	podInfos *planning.PodInfos
 }
 
 // steps are the methods in the order decide tries them, the cheapest decision first. A pass

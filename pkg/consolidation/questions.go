@@ -47,7 +47,7 @@ func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *ques
 
 // setCluster makes pods (bound to the snapshot's nodes) the cluster the questions are asked of.
 func (q *questions) setCluster(pods []*corev1.Pod) {
-	q.cluster = planning.NewCluster(q.s.nodes, pods, func(n *corev1.Node) bool { return schedulable(n, q.s.excluded) })
+	q.cluster = planning.NewCluster(q.s.nodes, pods, func(n *corev1.Node) bool { return schedulable(n, q.s.excluded) }, q.s.podInfos)
 	q.fw.SetNodeInfos(q.cluster.NodeInfos())
 	// A PreFilter state reads the snapshot it was computed on.
 	clear(q.alike)
@@ -210,7 +210,15 @@ func (q *questions) moving(p *corev1.Pod) *planning.Pod {
 	if proto == nil {
 		return nil
 	}
-	return proto.For(c)
+	mp = proto.For(c)
+	if q.s.podInfos != nil {
+		// The PodInfo of p as the cluster holds it: its requests and terms are computed once
+		// per pass (once ever, while p is unchanged), not once per question.
+		if pi := q.s.podInfos.Get(p); pi != nil {
+			mp.WithPodInfo(pi)
+		}
+	}
+	return mp
 }
 
 // stateKey names the pods that share a PreFilter state: alike pods, except that a pod whose

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // Pod is a pod waiting for capacity. Requests include init containers and pod overhead.
@@ -20,6 +21,25 @@ type Pod struct {
 	Filter *FilterState
 	// class is the pod's classKey when Keyed computed it (0: hashed where needed).
 	class uint64
+	// info is the PodInfo its placements use (see WithPodInfo); nil: each makes its own.
+	info *framework.PodInfo
+}
+
+// WithPodInfo has p placed with pi, the PodInfo of a pod with p's labels, requests, ports and
+// terms that the caller keeps (PodInfos): a pod asked about in many questions has its requests
+// summed and its terms parsed once, not at every trial placement. pi may be the PodInfo of the
+// pod as bound to its node: what a placement reads of a PodInfo is the same unbound.
+func (p *Pod) WithPodInfo(pi *framework.PodInfo) *Pod {
+	p.info = pi
+	return p
+}
+
+// podInfo is the PodInfo a placement of p adds to its node.
+func (p *Pod) podInfo() (*framework.PodInfo, error) {
+	if p.info != nil {
+		return p.info, nil
+	}
+	return framework.NewPodInfo(p.Pod)
 }
 
 // NewPod computes a pod's effective requests the way the scheduler does.
@@ -41,7 +61,7 @@ func Keyed(p *Pod) *Pod {
 // Nothing changes a Pod's requests.
 func (p *Pod) For(other *corev1.Pod) *Pod {
 	cp := *p
-	cp.Pod = other
+	cp.Pod, cp.info = other, nil
 	return &cp
 }
 

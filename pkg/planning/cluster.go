@@ -38,8 +38,9 @@ type clusterNode struct {
 
 // NewCluster indexes nodes and the pods bound to them (pods on other nodes are ignored). Pods
 // are repacked only onto the nodes open says yes to (nil: every node); the others' pods still
-// count for the plugins (topology spread, inter-pod affinity).
-func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node) bool) *Cluster {
+// count for the plugins (topology spread, inter-pod affinity). The pods' PodInfos come from
+// infos when given (nil: made here).
+func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node) bool, infos *PodInfos) *Cluster {
 	cl := &Cluster{dims: newDims(), byName: map[string]*clusterNode{}, all: make(map[string]*clusterNode, len(nodes)),
 		infos: make([]fwk.NodeInfo, 0, len(nodes))}
 	for _, n := range nodes {
@@ -52,7 +53,12 @@ func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node
 		}
 	}
 	for _, p := range pods {
-		if cn, ok := cl.all[p.Spec.NodeName]; ok {
+		cn, ok := cl.all[p.Spec.NodeName]
+		switch {
+		case !ok:
+		case infos != nil && infos.Get(p) != nil:
+			cn.info.AddPodInfo(infos.Get(p))
+		default:
 			cn.info.AddPod(p)
 		}
 	}

@@ -70,7 +70,7 @@ func TestRepack(t *testing.T) {
 				c.Spec.NodeName = ""
 				moving = append(moving, NewPod(c, filterFor(t, c)))
 			}
-			cl := NewCluster([]*corev1.Node{nodeA, nodeB}, all, nil)
+			cl := NewCluster([]*corev1.Node{nodeA, nodeB}, all, nil, nil)
 			planner := &Planner{}
 			if tc.templates {
 				planner = pl
@@ -127,14 +127,14 @@ func TestRepackAsksTheTemplatesOncePerCluster(t *testing.T) {
 		}
 		return counter.calls - before
 	}
-	cl := NewCluster(nodes, nil, nil)
+	cl := NewCluster(nodes, nil, nil, nil)
 	if first := asked(cl, "first"); first < len(pl.Templates) {
 		t.Fatalf("the first question filtered %d templates, fewer than the %d there are", first, len(pl.Templates))
 	}
 	if again := asked(cl, "again"); again >= len(pl.Templates) {
 		t.Errorf("a second question of the same cluster filtered %d templates again", again)
 	}
-	if fresh := asked(NewCluster(nodes, nil, nil), "fresh"); fresh < len(pl.Templates) {
+	if fresh := asked(NewCluster(nodes, nil, nil, nil), "fresh"); fresh < len(pl.Templates) {
 		t.Errorf("a new cluster's question filtered %d templates, fewer than the %d there are", fresh, len(pl.Templates))
 	}
 }
@@ -147,7 +147,7 @@ func TestClusterFits(t *testing.T) {
 	closedPod := pod(t, "closed-running", "1", "1Gi", nil)
 	closedPod.Pod.Spec.NodeName = "closed"
 	cl := NewCluster([]*corev1.Node{nodeNamed(large, "a"), nodeNamed(large, "closed")}, []*corev1.Pod{running.Pod, closedPod.Pod},
-		func(n *corev1.Node) bool { return n.Name != "closed" })
+		func(n *corev1.Node) bool { return n.Name != "closed" }, nil)
 	// A node closed to pods still counts for the plugins, with its pods.
 	if infos := cl.NodeInfos(); len(infos) != 2 || infos[1].Node().Name != "closed" || len(infos[1].GetPods()) != 1 {
 		t.Fatalf("NodeInfos: %d, want both nodes, the closed one with its pod", len(infos))
@@ -249,7 +249,7 @@ func TestRequestedSumsAsPodRequests(t *testing.T) {
 				pods = append(pods, p)
 				want = want.add(d.vec(NewPod(p, nil).Requests, true))
 			}
-			cl := NewCluster([]*corev1.Node{node}, pods, nil)
+			cl := NewCluster([]*corev1.Node{node}, pods, nil, nil)
 			got := cl.byName["n"].used
 			for _, name := range append(slices.Clone(d.names), cl.dims.names...) {
 				if w, g := amount(d, want, name), amount(cl.dims, got, name); w != g {
@@ -286,7 +286,7 @@ func TestRepackQuestionsDoNotLeak(t *testing.T) {
 		c.Spec.NodeName = ""
 		return []*Pod{NewPod(c, filterFor(t, c))}
 	}
-	cl := NewCluster([]*corev1.Node{nodeA, nodeB, nodeC}, all, nil)
+	cl := NewCluster([]*corev1.Node{nodeA, nodeB, nodeC}, all, nil, nil)
 	for i, q := range []struct {
 		remove string
 		pod    *Pod

@@ -738,7 +738,7 @@ func (ps *planState) openTemplate(c *class, m *member, ti int) *openNode {
 }
 
 func (ps *planState) place(c *class, n *openNode, m *member) {
-	pi, err := framework.NewPodInfo(m.pod.Pod)
+	pi, err := m.pod.podInfo()
 	if err != nil {
 		return
 	}
