@@ -148,6 +148,7 @@ func (r *recorder) podUpdated(old, cur *corev1.Pod) {
 func (r *recorder) podDeleted(p *corev1.Pod) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.noteCompleted(p) // its success may be seen only now
 	if p.DeletionTimestamp == nil && !terminal(p) {
 		r.evict(p)
 	}
@@ -175,9 +176,7 @@ func (r *recorder) observe(p *corev1.Pod, now time.Time) {
 	if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
 		return
 	}
-	if p.Status.Phase == corev1.PodSucceeded && ownerKind(p) == "Job" {
-		r.completed[p.UID] = true
-	}
+	r.noteCompleted(p)
 	if _, seen := r.running[p.UID]; !seen {
 		r.running[p.UID] = now
 	}
@@ -267,6 +266,13 @@ func ownerKind(p *corev1.Pod) string {
 		return ref.Kind
 	}
 	return ""
+}
+
+// noteCompleted remembers a Job's pod that succeeded. Callers hold r.mu.
+func (r *recorder) noteCompleted(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodSucceeded && ownerKind(p) == "Job" {
+		r.completed[p.UID] = true
+	}
 }
 
 func terminal(p *corev1.Pod) bool {

@@ -81,13 +81,38 @@ func TestStateCountsAJobPodDoneAfterPodGCDeletesIt(t *testing.T) {
 	if s := r.state(); s.done != 2 {
 		t.Errorf("the Job's pod Succeeded: done %d, want 2 (counted once)", s.done)
 	}
+	// As client-go does it: the cache first, the handler after. Between the two, the list
+	// shows a success the recorder has not seen.
+	other := owned("job-2", "Job", corev1.PodRunning)
+	r.podAdded(other)
+	if err := pods.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	otherDone := owned("job-2", "Job", corev1.PodSucceeded)
+	if err := pods.Update(otherDone); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.state(); s.done != 3 {
+		t.Errorf("a success only the list shows yet: done %d, want 3", s.done)
+	}
+	r.podUpdated(other, otherDone)
+	if s := r.state(); s.done != 3 {
+		t.Errorf("the same success seen by the handler: done %d, want 3", s.done)
+	}
+	// A success seen first in the delete event.
+	last := owned("job-3", "Job", corev1.PodRunning)
+	r.podAdded(last)
+	r.podDeleted(owned("job-3", "Job", corev1.PodSucceeded))
+	if s := r.state(); s.done != 4 {
+		t.Errorf("a success seen only when the pod was deleted: done %d, want 4", s.done)
+	}
 	for _, p := range []*corev1.Pod{succeeded, web} {
 		r.podDeleted(p)
 		if err := pods.Delete(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s := r.state(); s.done != 1 || s.settled(2) {
-		t.Errorf("both deleted: done %d, settled %v; want 1 (the Job's), false", s.done, s.settled(2))
+	if s := r.state(); s.done != 3 || s.settled(4) {
+		t.Errorf("the first two deleted: done %d, settled %v; want 3 (the Jobs'), false", s.done, s.settled(4))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -42,8 +43,9 @@ func (r *recorder) state() burstState {
 	s := burstState{podsByPhase: map[string]int{}, claimsByPhase: map[string]int{}}
 	r.mu.Lock()
 	s.changes = r.changes
-	// Read before the pods are listed, so a pod that succeeds meanwhile is counted at most once.
-	s.done = len(r.completed)
+	// A Job's pod the list shows Succeeded before the handler saw it counts too, once.
+	completed := maps.Clone(r.completed)
+	s.done = len(completed)
 	r.mu.Unlock()
 	pods, _ := r.pods.Core().V1().Pods().Lister().Pods(r.namespace).List(labels.Everything())
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
@@ -55,7 +57,8 @@ func (r *recorder) state() burstState {
 			s.deleting++
 		case p.Status.Phase == corev1.PodRunning && daemon:
 			s.daemonRunning++
-		case p.Status.Phase == corev1.PodRunning:
+		case p.Status.Phase == corev1.PodRunning,
+			p.Status.Phase == corev1.PodSucceeded && ownerKind(p) == "Job" && !completed[p.UID]:
 			s.done++
 		case p.Status.Phase == corev1.PodPending:
 			s.pending++
