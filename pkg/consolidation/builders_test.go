@@ -194,9 +194,22 @@ func (w *world) run(t *testing.T, cases []decisionCase, decideIn func(s *snapsho
 			if tc.pool != nil {
 				tc.pool(w)
 			}
-			owned, pods := tc.build(w)
-			ds, kept := decideIn(w.snapshot(tc.budget, owned, pods...))
-			checkDecisions(t, ds, kept, tc.want, tc.kept...)
+			// Each case is decided as tests build snapshots (every question makes its own
+			// PodInfos) and as the controller does (one PodInfo per pod, shared by the cluster
+			// and the questions): the answers must not differ.
+			for _, infos := range []*planning.PodInfos{nil, planning.NewPodInfos()} {
+				name := "own PodInfos"
+				if infos != nil {
+					name = "shared PodInfos"
+				}
+				t.Run(name, func(t *testing.T) {
+					owned, pods := tc.build(w)
+					s := w.snapshot(tc.budget, owned, pods...)
+					s.podInfos = infos
+					ds, kept := decideIn(s)
+					checkDecisions(t, ds, kept, tc.want, tc.kept...)
+				})
+			}
 		})
 	}
 }

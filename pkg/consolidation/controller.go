@@ -361,7 +361,6 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	if c.podInfos == nil {
 		c.podInfos = planning.NewPodInfos()
 	}
-	c.podInfos.Rotate()
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
 		rotation: c.passes * maxReplaceQuestions, deletions: deletions, podInfos: c.podInfos}
 	nominated := map[string]bool{}

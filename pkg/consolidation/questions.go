@@ -41,6 +41,10 @@ type questions struct {
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
 	q := &questions{ctx: ctx, fw: fw, s: s, alike: map[stateKey]*planning.Pod{}, keys: map[*corev1.Pod]stateKey{},
 		planner: &planning.Planner{Templates: s.templates}, landing: map[string]bool{}}
+	if s.podInfos != nil {
+		// A round per pass that asks questions: quiet passes keep the infos.
+		s.podInfos.Rotate()
+	}
 	q.setCluster(s.pods)
 	return q
 }
@@ -211,12 +215,10 @@ func (q *questions) moving(p *corev1.Pod) *planning.Pod {
 		return nil
 	}
 	mp = proto.For(c)
-	if q.s.podInfos != nil {
-		// The PodInfo of p as the cluster holds it: its requests and terms are computed once
-		// per pass (once ever, while p is unchanged), not once per question.
-		if pi := q.s.podInfos.Get(p); pi != nil {
-			mp.WithPodInfo(pi)
-		}
+	// The PodInfo of p as the cluster holds it: its requests and terms are computed once (while
+	// p is unchanged), not once per question.
+	if pi := q.s.podInfos.Get(p); pi != nil {
+		mp.WithPodInfo(pi)
 	}
 	return mp
 }

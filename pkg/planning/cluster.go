@@ -54,11 +54,12 @@ func NewCluster(nodes []*corev1.Node, pods []*corev1.Pod, open func(*corev1.Node
 	}
 	for _, p := range pods {
 		cn, ok := cl.all[p.Spec.NodeName]
-		switch {
-		case !ok:
-		case infos != nil && infos.Get(p) != nil:
-			cn.info.AddPodInfo(infos.Get(p))
-		default:
+		if !ok {
+			continue
+		}
+		if pi := infos.Get(p); pi != nil {
+			cn.info.AddPodInfo(pi)
+		} else {
 			cn.info.AddPod(p)
 		}
 	}

@@ -21,8 +21,11 @@ func NewPodInfos() *PodInfos {
 }
 
 // Get returns p's PodInfo, made on the first ask since the last two Rotates; nil if the pod's
-// affinity terms do not parse.
+// affinity terms do not parse, or c is nil (no PodInfos kept).
 func (c *PodInfos) Get(p *corev1.Pod) *framework.PodInfo {
+	if c == nil {
+		return nil
+	}
 	if pi, ok := c.cur[p]; ok {
 		return pi
 	}
