@@ -437,6 +437,12 @@ func (c *Controller) ownedNodes(s *snapshot, nodes []*corev1.Node, claims []*v1a
 	for _, n := range nodes {
 		o := c.owned(n, claimsByName)
 		if o == nil {
+			if pool := leavingPool(n); pool != "" {
+				// Its claim is gone but its Node waits for its finalizer: it is still leaving the
+				// pool, and a budget of one must not let the next node go meanwhile.
+				poolNodes[pool]++
+				poolDisrupting[pool]++
+			}
 			continue
 		}
 		o.idleSince = c.idleSince(o, nominated[n.Name], s.now)
@@ -450,6 +456,15 @@ func (c *Controller) ownedNodes(s *snapshot, nodes []*corev1.Node, claims []*v1a
 		p := &c.Args.Pools[i]
 		s.budget[p.Name] = allowed(&p.Disruption, poolNodes[p.Name], s.now) - poolDisrupting[p.Name]
 	}
+}
+
+// leavingPool names the pool of a node of Tailor's that is on its way out (marked for
+// disruption or being deleted) though no Registered claim owns it any more; "" for any other.
+func leavingPool(n *corev1.Node) string {
+	if n.Labels[v1alpha1.LabelClaim] == "" || !disrupting(n) && n.DeletionTimestamp == nil {
+		return ""
+	}
+	return n.Labels[v1alpha1.LabelPool]
 }
 
 // idleSince is when a pod last arrived on or left the owned node: not before this process
