@@ -69,6 +69,13 @@ func prepare(ctx context.Context, o options, e *env.Environment) (*bench, error)
 	if b.plan, err = planBurst(ctx, o.burst, config, e.Sim.Zones()); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	binaries := []string{o.scheduler}
+	if o.fitPods > 0 {
+		binaries = append(binaries, o.kubeScheduler)
+	}
+	if err := evictPageCache(binaries...); err != nil {
+		return nil, err
+	}
 	if b.tailor, err = simrun.StartScheduler("tailor-scheduler", o.scheduler, config, o.dir, e.AWSEnv()); err != nil {
 		return nil, err
 	}

@@ -76,6 +76,8 @@ func runFitExisting(ctx context.Context, cfg *rest.Config, pods int, zones []str
 	rep.PeakRSSRatio = ratio(rep.Tailor.PeakRSSMiB, rep.Vanilla.PeakRSSMiB)
 	rep.RunPeakRSSMiB = schedulerPair{Tailor: tailorRSS.MiB(), Vanilla: vanillaRSS.MiB()}
 	rep.RunPeakRSSRatio = ratio(rep.RunPeakRSSMiB.Tailor, rep.RunPeakRSSMiB.Vanilla)
+	rep.RunPeakAnonMiB = schedulerPair{Tailor: tailorRSS.AnonMiB(), Vanilla: vanillaRSS.AnonMiB()}
+	rep.RunPeakAnonRatio = ratio(rep.RunPeakAnonMiB.Tailor, rep.RunPeakAnonMiB.Vanilla)
 	return rep, nil
 }
 

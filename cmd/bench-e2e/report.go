@@ -103,6 +103,10 @@ type fitReport struct {
 	// PeakRSSMiB is read when that phase ends, Tailor's before the vanilla's phase).
 	RunPeakRSSMiB   schedulerPair `json:"runPeakRSSMiB"`
 	RunPeakRSSRatio float64       `json:"runPeakRSSRatio"`
+	// RunPeakAnonMiB is each scheduler's highest RssAnon over the same span: the memory the
+	// program holds, without its binary's mapped pages.
+	RunPeakAnonMiB   schedulerPair `json:"runPeakAnonMiB"`
+	RunPeakAnonRatio float64       `json:"runPeakAnonRatio"`
 }
 
 // schedulerPair is one figure for each scheduler.
