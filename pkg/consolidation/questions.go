@@ -24,6 +24,9 @@ type questions struct {
 	// keys remembers each pod's key.
 	alike map[stateKey]*planning.Pod
 	keys  map[*corev1.Pod]stateKey
+	// unbound are the pass's unbound copies of bound pods: a pod is asked about in many
+	// questions (delete, merge, replace), and nothing changes a copy.
+	unbound map[*corev1.Pod]*corev1.Pod
 	// planner is shared by the questions that may launch, so template nodes are built once.
 	planner *planning.Planner
 	// gone are nodes already decided away in this pass.
@@ -40,7 +43,7 @@ type questions struct {
 // newQuestions sets the framework's snapshot to s and returns the pass's questions.
 func newQuestions(ctx context.Context, s *snapshot, fw *profile.Framework) *questions {
 	q := &questions{ctx: ctx, fw: fw, s: s, alike: map[stateKey]*planning.Pod{}, keys: map[*corev1.Pod]stateKey{},
-		planner: &planning.Planner{Templates: s.templates}, landing: map[string]bool{}}
+		unbound: map[*corev1.Pod]*corev1.Pod{}, planner: &planning.Planner{Templates: s.templates}, landing: map[string]bool{}}
 	if s.podInfos != nil {
 		// A round per pass that asks questions: quiet passes keep the infos.
 		s.podInfos.Rotate()
@@ -186,12 +189,15 @@ func (q *questions) cheaper(set []*candidate, templates []*planning.Template, mi
 }
 
 // moving is p as a pod to place, unbound (a bound pod fits only its own node), with the PreFilter
-// state, requests and class key of its alike pods; nil if PreFilter refuses it. The copy is the
-// question's alone: the pass keeps only what alike pods share.
+// state, requests and class key of its alike pods; nil if PreFilter refuses it. The planning.Pod
+// is the question's alone; the unbound copy and what alike pods share are the pass's.
 func (q *questions) moving(p *corev1.Pod) *planning.Pod {
 	c := p
 	if p.Spec.NodeName != "" {
-		c = boundTo(p, "")
+		if c = q.unbound[p]; c == nil {
+			c = boundTo(p, "")
+			q.unbound[p] = c
+		}
 	}
 	var mp *planning.Pod
 	k, keyed := q.keys[p]
