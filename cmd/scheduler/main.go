@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	setGCPercent(os.Getenv)
 	command := app.NewSchedulerCommand(plugins.SchedulerOptions(plugins.ConfigFile(os.Args[1:]))...)
 	os.Exit(cli.Run(command))
 }

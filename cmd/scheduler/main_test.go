@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,33 @@ func TestLinksOnlyTheAWSOperationsItCalls(t *testing.T) {
 		if n > 30 {
 			t.Errorf("%d methods of the %s client are linked: a client is converted to an interface somewhere", n, service)
 		}
+	}
+}
+
+// The scheduler collects at gcPercent unless GOGC says otherwise.
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tt := range []struct {
+		name string
+		gogc string
+		set  int // what the runtime had from GOGC before
+		want int
+	}{
+		{"GOGC unset", "", 100, gcPercent},
+		{"GOGC set", "200", 200, 200},
+		{"GOGC off", "off", -1, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			debug.SetGCPercent(tt.set)
+			got := setGCPercent(func(k string) string {
+				if k == "GOGC" {
+					return tt.gogc
+				}
+				return ""
+			})
+			if now := debug.SetGCPercent(100); got != tt.want || now != tt.want {
+				t.Errorf("setGCPercent = %d, runtime at %d; want %d", got, now, tt.want)
+			}
+		})
 	}
 }
