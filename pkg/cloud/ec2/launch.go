@@ -41,6 +41,43 @@ func (p *Provider) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 }
 
 func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
+	names, err := checkLaunch(req)
+	if err != nil {
+		return nil, err
+	}
+	types, err := p.launchTypes(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	imageID, family, err := p.launchImage(ctx, req, types)
+	if err != nil {
+		return nil, err
+	}
+	// Every resource the launch creates carries the cluster's ownership tags from its creation:
+	// the controller's IAM policy allows the create calls only with them, and terminations and
+	// deletions only of resources that have them.
+	templateTags := p.ownedTags(req.TemplateTags)
+	resourceTags := p.ownedTags(req.TemplateTags, req.Tags)
+	tmpls, overrideGroup, err := p.launchTemplates(req, types, imageID, family, templateTags)
+	if err != nil {
+		return nil, err
+	}
+	zones, err := p.subnetZones(ctx, req.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.createFleet(ctx, tmpls, fleetInput(req, len(tmpls), overrideGroup, zones, resourceTags))
+	if apiErrorCode(err) == "IdempotentParameterMismatch" {
+		return p.adopt(ctx, req, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.launchResult(ctx, req, out, zones, imageID, resourceTags)
+}
+
+// checkLaunch refuses a request no fleet could be made of and returns its overrides' types.
+func checkLaunch(req cloud.LaunchRequest) ([]string, error) {
 	if len(req.Overrides) == 0 {
 		return nil, errors.New("ec2: launch without overrides")
 	}
@@ -54,31 +91,26 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		}
 		names[i] = o.InstanceType
 	}
-	types, err := p.launchTypes(ctx, names)
-	if err != nil {
-		return nil, err
+	return names, nil
+}
+
+// launchImage is the AMI the launch uses and its family: the one resolved for an earlier
+// attempt of this launch (see cloud.LaunchRequest), or else the image's lookup for types.
+func (p *Provider) launchImage(ctx context.Context, req cloud.LaunchRequest, types []cloud.InstanceType) (imageID, family string, err error) {
+	if req.ImageID == "" {
+		return p.resolveImage(ctx, req.Image, types)
 	}
-	var imageID, family string
-	if req.ImageID != "" {
-		// Resolved for an earlier attempt of this launch (see cloud.LaunchRequest): no lookup.
-		if !strings.HasPrefix(req.ImageID, "ami-") {
-			return nil, fmt.Errorf("ec2: launch: image ID %q is no AMI ID (ami-…)", req.ImageID)
-		}
-		imageID = req.ImageID
-		family, err = imageFamily(req.Image)
-	} else {
-		imageID, family, err = p.resolveImage(ctx, req.Image, types)
+	if !strings.HasPrefix(req.ImageID, "ami-") {
+		return "", "", fmt.Errorf("ec2: launch: image ID %q is no AMI ID (ami-…)", req.ImageID)
 	}
-	if err != nil {
-		return nil, err
-	}
-	// Every resource the launch creates carries the cluster's ownership tags from its creation:
-	// the controller's IAM policy allows the create calls only with them, and terminations and
-	// deletions only of resources that have them.
-	templateTags := p.ownedTags(req.TemplateTags)
-	resourceTags := p.ownedTags(req.TemplateTags, req.Tags)
-	// One launch template per pod limit: the kubelet's maxPods is in the user data, and a node
-	// must register with its own type's limit, which the planner counted on.
+	family, err = imageFamily(req.Image)
+	return req.ImageID, family, err
+}
+
+// launchTemplates are the launch's templates, one per pod limit (the kubelet's maxPods is in
+// the user data, and a node must register with its own type's limit, which the planner counted
+// on), and the template of each override, by index.
+func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.InstanceType, imageID, family string, tags map[string]string) ([]templateSpec, []int, error) {
 	var tmpls []templateSpec
 	groupOf := map[int64]int{}
 	overrideGroup := make([]int, len(req.Overrides))
@@ -88,29 +120,32 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		if !ok {
 			nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, maxPods: maxPods}
 			var userData string
+			var err error
 			if family == familyBottlerocket {
 				userData, err = bottlerocketUserData(p.opts, nb)
 			} else {
 				userData, err = nodeadmUserData(p.opts, nb)
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			g = len(tmpls)
 			groupOf[maxPods] = g
 			tmpls = append(tmpls, templateSpec{
 				family: family, imageID: imageID, profile: req.InstanceProfile,
 				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
-				capacityType: req.CapacityType, tags: templateTags,
+				capacityType: req.CapacityType, tags: tags,
 			})
 		}
 		overrideGroup[i] = g
 	}
-	zones, err := p.subnetZones(ctx, req.Overrides)
-	if err != nil {
-		return nil, err
-	}
+	return tmpls, overrideGroup, nil
+}
 
+// fleetInput is the instant fleet of one instance over the request's overrides, each under the
+// template overrideGroup gives it; createFleet fills in each config's template (ID and version)
+// once it exists.
+func fleetInput(req cloud.LaunchRequest, templates int, overrideGroup []int, zones, tags map[string]string) *ec2.CreateFleetInput {
 	input := &ec2.CreateFleetInput{
 		Type:        ec2types.FleetTypeInstant,
 		ClientToken: clientToken(req.ClientToken),
@@ -118,15 +153,14 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 			TotalTargetCapacity:       aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
 		},
-		TagSpecifications: fleetTags(resourceTags),
+		TagSpecifications: fleetTags(tags),
 	}
 	if req.CapacityType == cloud.Spot {
 		input.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: spotStrategy}
 	} else {
 		input.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: onDemandStrategy}
 	}
-	// createFleet fills in each config's template (ID and version) once it exists.
-	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, len(tmpls))
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, templates)
 	for i, o := range req.Overrides {
 		g := overrideGroup[i]
 		configs[g].Overrides = append(configs[g].Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
@@ -136,14 +170,13 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		})
 	}
 	input.LaunchTemplateConfigs = configs
+	return input
+}
 
-	out, err := p.createFleet(ctx, tmpls, input)
-	if apiErrorCode(err) == "IdempotentParameterMismatch" {
-		return p.adopt(ctx, req, err)
-	}
-	if err != nil {
-		return nil, err
-	}
+// launchResult reads CreateFleet's answer: the instance it launched, if any, and each
+// offering's error. An account quota's error is no offering's failure (see accountQuotaCodes):
+// it is the launch's error when nothing was launched.
+func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, out *ec2.CreateFleetOutput, zones map[string]string, imageID string, tags map[string]string) (*cloud.LaunchResult, error) {
 	res := &cloud.LaunchResult{}
 	var quota error
 	for _, e := range out.Errors {
@@ -157,7 +190,7 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 			}
 		}
 		if accountQuotaCodes[oe.Code] {
-			quota = oe // not the offering's failure: see accountQuotaCodes
+			quota = oe
 			continue
 		}
 		res.Errors = append(res.Errors, oe)
@@ -169,7 +202,7 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 		fallback := cloud.Instance{
 			ID: fi.InstanceIds[0], Type: string(fi.InstanceType), ImageID: imageID,
 			State: cloud.StatePending, CapacityType: req.CapacityType, LaunchTime: p.opts.Now(),
-			Tags: maps.Clone(resourceTags),
+			Tags: maps.Clone(tags),
 		}
 		if lo := fi.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
 			fallback.SubnetID = aws.ToString(lo.Overrides.SubnetId)
