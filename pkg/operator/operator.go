@@ -139,25 +139,11 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	trimManagedFields(logger, pods.Informer(), nodes.Informer(), daemonSets.Informer(), pdbs.Informer(), replicaSets.Informer(),
 		statefulSets.Informer(), jobs.Informer(), deployments.Informer())
 	rollouts := &rollout.Lister{ReplicaSets: replicaSets.Lister(), StatefulSets: statefulSets.Lister(), Jobs: jobs.Lister(), Deployments: deployments.Lister(), Pods: pods.Lister()}
-	if configFile == "" {
-		return nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
-	}
-	profileName := ""
-	if named, ok := h.(interface{ ProfileName() string }); ok {
-		profileName = named.ProfileName()
-	}
-	prof, err := profile.LoadFile(configFile, profileName)
+	prof, consolidationFramework, err := consolidationProfile(ctx, h, configFile)
 	if err != nil {
 		return nil, err
 	}
 	rollouts.SchedulerName = prof.Config.SchedulerName
-	consolidationFramework, skipped, err := prof.NewFrameworkFor(ctx, h.ClientSet(), h.SharedInformerFactory())
-	if err != nil {
-		return nil, err
-	}
-	if len(skipped) > 0 {
-		logger.Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
-	}
 	// The room kept for a workload's pods still to come stands while it has pods to place.
 	expectations := &provisioning.Expectations{Waiting: func(x v1alpha1.ExpectedPods) bool {
 		w, ok := rollouts.Get(x.Kind, x.Namespace, x.Name, types.UID(x.UID))
@@ -178,24 +164,8 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
 		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming,
 	})
-	// Every replica serves the metrics from the start, leader or not.
-	poolNames := make([]string, len(args.Pools))
-	for i := range args.Pools {
-		poolNames[i] = args.Pools[i].Name
-	}
-	metrics.Register(metrics.State{PodsWaiting: o.Provisioner.Waiting, Claims: store.List, Pools: poolNames})
-	consolidation.RegisterMetrics()
-	interruption.RegisterMetrics()
-	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj interface{}) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if p, ok := obj.(*corev1.Pod); ok {
-				o.Provisioner.Forget(p.UID)
-			}
-		},
-	}); err != nil {
+	o.registerMetrics()
+	if err := o.forgetDeletedPods(); err != nil {
 		return nil, err
 	}
 	launcher := o.Provisioner.Launcher()
@@ -213,9 +183,67 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	if queue != nil {
 		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
 	}
-	// The ledger follows the claims: every replica (leader or standby) knows which pods wait on
-	// which claim, and a claim deleted by anyone releases its pods.
-	if err := store.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := o.followClaims(launcher); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// consolidationProfile loads the scheduler's profile from its configuration file (the handle
+// names the profile) and builds its plugins again, for consolidation's own questions.
+func consolidationProfile(ctx context.Context, h framework.Handle, configFile string) (*profile.Profile, *profile.Framework, error) {
+	if configFile == "" {
+		return nil, nil, fmt.Errorf("the scheduler needs --config (the profile's plugins are rebuilt from it for consolidation)")
+	}
+	profileName := ""
+	if named, ok := h.(interface{ ProfileName() string }); ok {
+		profileName = named.ProfileName()
+	}
+	prof, err := profile.LoadFile(configFile, profileName)
+	if err != nil {
+		return nil, nil, err
+	}
+	fw, skipped, err := prof.NewFrameworkFor(ctx, h.ClientSet(), h.SharedInformerFactory())
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(skipped) > 0 {
+		klog.FromContext(ctx).Info("Consolidation runs without the out-of-tree plugins of the profile", "plugins", skipped)
+	}
+	return prof, fw, nil
+}
+
+// registerMetrics registers every metric: every replica serves them from the start, leader or
+// not.
+func (o *Operator) registerMetrics() {
+	poolNames := make([]string, len(o.Args.Pools))
+	for i := range o.Args.Pools {
+		poolNames[i] = o.Args.Pools[i].Name
+	}
+	metrics.Register(metrics.State{PodsWaiting: o.Provisioner.Waiting, Claims: o.store.List, Pools: poolNames})
+	consolidation.RegisterMetrics()
+	interruption.RegisterMetrics()
+}
+
+// forgetDeletedPods has provisioning forget a pod once it is deleted.
+func (o *Operator) forgetDeletedPods() error {
+	_, err := o.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.Provisioner.Forget(p.UID)
+			}
+		},
+	})
+	return err
+}
+
+// followClaims keeps the ledger and the expectations on the claims: every replica (leader or
+// standby) knows which pods wait on which claim, and a claim deleted by anyone releases its pods.
+func (o *Operator) followClaims(launcher *provisioning.Launcher) error {
+	return o.store.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
 			launcher.Rebuild([]*v1alpha1.Claim{cl})
@@ -234,10 +262,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 			launcher.Release(cl)
 			o.Expectations.Forget(cl.Name)
 		},
-	}); err != nil {
-		return nil, err
-	}
-	return o, nil
+	})
 }
 
 // Start runs Tailor in the background until ctx ends: the claims cache, then, once the caches
