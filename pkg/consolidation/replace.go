@@ -84,49 +84,15 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 	reserved := map[string]bool{}
 	for _, cls := range groups {
 		olds := cls[0].Spec.Replacement.Nodes
-		left, up, failed := 0, 0, false
-		// A member gone (the lifecycle controller removes failed launches) or a group past its
-		// deadline has failed too.
-		if len(cls) < cls[0].Spec.Replacement.Claims {
-			failed = true
-		}
+		left, up, failed := c.replacementState(cls, nodes, s.now)
 		for _, cl := range cls {
-			if s.now.Sub(cl.CreationTimestamp.Time) > c.Args.RegistrationTimeout.Duration+5*time.Minute {
-				failed = true
-			}
-		}
-		for _, name := range olds {
-			if _, ok := nodes[name]; ok {
-				left++
-			}
-		}
-		for _, cl := range cls {
-			switch cl.Status.Phase {
-			case v1alpha1.ClaimFailed:
-				failed = true
-			case v1alpha1.ClaimRegistered:
-				// A replacement someone is deleting is not up: the old nodes must not drain onto it.
-				if n, ok := nodes[cl.Status.NodeName]; ok && !lifecycle.Deleting(cl, n) && lifecycle.Ready(n) && !lifecycle.Starting(c.Args, n) {
-					up++
-				}
-			}
 			reserved[cl.Status.NodeName] = true
 		}
 		switch {
 		case left == 0 || failed:
 			if failed {
 				logger.Info("A replacement failed; the old nodes stay unless EC2 takes them", "nodes", olds)
-				for _, name := range olds {
-					o, ok := owned[name]
-					switch {
-					case !ok:
-					case interruption(o.node) != "":
-						// EC2 takes it anyway: it drains, its pods provisioned as usual.
-						c.markReplaced(ctx, o, "its replacement failed to launch")
-					default:
-						c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "ReplacementFailed", "Consolidate", "Tailor keeps this node: a replacement node failed to launch")
-					}
-				}
+				c.keepReplaced(ctx, olds, owned)
 			}
 			for _, cl := range cls {
 				c.release(ctx, cl)
@@ -152,6 +118,49 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 		}
 	}
 	return reserved
+}
+
+// replacementState reads a group of replacement claims (cls, replacing the same old nodes):
+// how many of the old nodes are left, how many replacements are up, and whether the group has
+// failed: a member failed or gone (the lifecycle controller removes failed launches), or the
+// group is past its deadline.
+func (c *Controller) replacementState(cls []*v1alpha1.Claim, nodes map[string]*corev1.Node, now time.Time) (left, up int, failed bool) {
+	failed = len(cls) < cls[0].Spec.Replacement.Claims
+	for _, name := range cls[0].Spec.Replacement.Nodes {
+		if _, ok := nodes[name]; ok {
+			left++
+		}
+	}
+	for _, cl := range cls {
+		if now.Sub(cl.CreationTimestamp.Time) > c.Args.RegistrationTimeout.Duration+5*time.Minute {
+			failed = true
+		}
+		switch cl.Status.Phase {
+		case v1alpha1.ClaimFailed:
+			failed = true
+		case v1alpha1.ClaimRegistered:
+			// A replacement someone is deleting is not up: the old nodes must not drain onto it.
+			if n, ok := nodes[cl.Status.NodeName]; ok && !lifecycle.Deleting(cl, n) && lifecycle.Ready(n) && !lifecycle.Starting(c.Args, n) {
+				up++
+			}
+		}
+	}
+	return left, up, failed
+}
+
+// keepReplaced keeps the old nodes of a failed replacement, saying so on each, but for those
+// EC2 takes anyway: they drain, their pods provisioned as usual.
+func (c *Controller) keepReplaced(ctx context.Context, olds []string, owned map[string]*ownedNode) {
+	for _, name := range olds {
+		o, ok := owned[name]
+		switch {
+		case !ok:
+		case interruption(o.node) != "":
+			c.markReplaced(ctx, o, "its replacement failed to launch")
+		default:
+			c.Recorder.Eventf(o.node, nil, corev1.EventTypeWarning, "ReplacementFailed", "Consolidate", "Tailor keeps this node: a replacement node failed to launch")
+		}
+	}
 }
 
 // markReplaced starts the drain of a node whose replacement is settled (unless it is already
