@@ -275,22 +275,13 @@ func (l *Launcher) begin(claim string) bool {
 
 func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	logger := klog.FromContext(ctx).WithValues("claim", c.Name)
+	ctx = klog.NewContext(ctx, logger)
 	defer func() {
 		l.mu.Lock()
 		delete(l.inflight, c.Name)
 		l.mu.Unlock()
 	}()
-	if (len(c.Spec.Pods) > 0 || len(c.Spec.ExpectedPods) > 0) && len(l.claimPods(c)) == 0 && !l.stillExpected(c) {
-		// Every pod the claim was planned for is gone (deleted, or placed elsewhere) before it
-		// launched, as when a rollout is undone during a restart, and no workload it was planned
-		// for still creates pods (one scaled back before the launch): launch no node nobody
-		// waits for. Had an attempt before a crash launched after all, its instance is tagged
-		// with this claim, and the garbage collector terminates it once the claim is gone.
-		if err := l.Claims.Delete(ctx, c.Name); err != nil && !apierrors.IsNotFound(err) {
-			logger.Error(err, "Cannot drop claim whose pods are gone; will retry")
-			return
-		}
-		logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods), "expectedPods", len(c.Spec.ExpectedPods))
+	if l.dropUnwanted(ctx, c) {
 		return
 	}
 	if ctx.Err() != nil {
@@ -300,41 +291,70 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	defer cancel()
 	inst, price, offeringErrs, err := l.launch(ctx, c)
 	l.Offerings.MarkFailed(cloud.CapacityType(c.Spec.CapacityType), offeringErrs)
-	pods := l.claimPods(c)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		// Shutting down (or timed out) mid-call: EC2 may have acted. The claim stays Pending
 		// and is resumed with the same client token, which returns any instance launched.
 		logger.Info("Launch interrupted; it will be resumed", "err", err)
-		return
+	case err != nil:
+		l.launchFailed(ctx, c, err, len(offeringErrs) > 0)
+	default:
+		l.launched(ctx, c, inst, price)
 	}
-	if err != nil {
-		// Offerings without capacity are now left out, so the pods can be planned again at once
-		// on the next offering; any other failure waits a little.
-		delay, result := retryAfterFailure, metrics.ResultFailed
-		switch spot := c.Spec.CapacityType == string(cloud.Spot); {
-		case spot && cloud.KindOf(err) == cloud.KindQuota:
-			// The account's spot quota: no spot offering launches until it frees up, whatever
-			// the type or zone. Spot is left out of plans for a while and the pods are planned
-			// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
-			l.Offerings.MarkCapacityTypeUnavailable(cloud.Spot, "SpotQuota")
-			delay, result = 0, metrics.ResultQuota
-		case cloud.Transient(err):
-			// Claims failing together are one wave of pressure: the wait doubles once per wave.
-			if now := l.clock().Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
-				l.backoff.Next(transientBackoffKey, now)
-			}
-			delay = l.backoff.Get(transientBackoffKey)
-		case len(offeringErrs) > 0:
-			delay, result = 0, metrics.ResultInsufficientCapacity
-		}
-		metrics.Launches.WithLabelValues(c.Spec.Pool, "", c.Spec.CapacityType, result).Inc()
-		logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
-		l.fail(ctx, c, err.Error(), delay)
-		for _, p := range pods {
-			l.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", c.Name, err)
-		}
-		return
+}
+
+// dropUnwanted deletes the claim, and says so, if every pod it was planned for is gone (deleted,
+// or placed elsewhere) before it launched, as when a rollout is undone during a restart, and no
+// workload it was planned for still creates pods (one scaled back before the launch): no node is
+// launched that nobody waits for. Had an attempt before a crash launched after all, its instance
+// is tagged with this claim, and the garbage collector terminates it once the claim is gone.
+func (l *Launcher) dropUnwanted(ctx context.Context, c *v1alpha1.Claim) bool {
+	if len(c.Spec.Pods) == 0 && len(c.Spec.ExpectedPods) == 0 || len(l.claimPods(c)) > 0 || l.stillExpected(c) {
+		return false
 	}
+	logger := klog.FromContext(ctx)
+	if err := l.Claims.Delete(ctx, c.Name); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot drop claim whose pods are gone; will retry")
+		return true
+	}
+	logger.Info("Dropped claim: its pods are gone before launch", "pods", len(c.Spec.Pods), "expectedPods", len(c.Spec.ExpectedPods))
+	return true
+}
+
+// launchFailed fails the claim after its launch failed, so that its pods are planned again:
+// at once when offerings without capacity (offeringsFailed) or the account's spot quota were
+// the cause, since those are now left out of plans; after a backoff for any other failure.
+func (l *Launcher) launchFailed(ctx context.Context, c *v1alpha1.Claim, err error, offeringsFailed bool) {
+	delay, result := retryAfterFailure, metrics.ResultFailed
+	switch spot := c.Spec.CapacityType == string(cloud.Spot); {
+	case spot && cloud.KindOf(err) == cloud.KindQuota:
+		// The account's spot quota: no spot offering launches until it frees up, whatever
+		// the type or zone. Spot is left out of plans for a while and the pods are planned
+		// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
+		l.Offerings.MarkCapacityTypeUnavailable(cloud.Spot, "SpotQuota")
+		delay, result = 0, metrics.ResultQuota
+	case cloud.Transient(err):
+		// Claims failing together are one wave of pressure: the wait doubles once per wave.
+		if now := l.clock().Now(); !l.backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
+			l.backoff.Next(transientBackoffKey, now)
+		}
+		delay = l.backoff.Get(transientBackoffKey)
+	case offeringsFailed:
+		delay, result = 0, metrics.ResultInsufficientCapacity
+	}
+	metrics.Launches.WithLabelValues(c.Spec.Pool, "", c.Spec.CapacityType, result).Inc()
+	klog.FromContext(ctx).Info("Launch failed; pods will be planned again", "err", err, "after", delay)
+	pods := l.claimPods(c)
+	l.fail(ctx, c, err.Error(), delay)
+	for _, p := range pods {
+		l.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", c.Name, err)
+	}
+}
+
+// launched records the claim's instance and announces it to the claim's pods, sending them back
+// to the scheduler.
+func (l *Launcher) launched(ctx context.Context, c *v1alpha1.Claim, inst *cloud.Instance, price float64) {
+	logger := klog.FromContext(ctx)
 	l.backoff.Reset(transientBackoffKey)
 	metrics.Launches.WithLabelValues(c.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.Now()
@@ -354,7 +374,7 @@ func (l *Launcher) launchClaim(ctx context.Context, c *v1alpha1.Claim) {
 	}
 	// Pods may have been added to the claim while it launched: announce to all of them.
 	c = updated
-	pods = l.claimPods(c)
+	pods := l.claimPods(c)
 	l.Ledger.SetNodeName(c.Name, inst.PrivateDNSName)
 	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price, "pods", len(pods))
 	for _, p := range pods {
@@ -470,7 +490,7 @@ func (l *Launcher) fail(ctx context.Context, c *v1alpha1.Claim, msg string, dela
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		klog.FromContext(ctx).Error(err, "Cannot mark claim failed; it will be resumed", "claim", c.Name)
+		klog.FromContext(ctx).Error(err, "Cannot mark claim failed; it will be resumed")
 		return
 	default:
 		c = updated // with every pod recorded on it, including those added while it launched
