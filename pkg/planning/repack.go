@@ -204,18 +204,7 @@ type repackContent struct {
 // that already holds most of it, or to a new node there, moves the pods accordingly, and
 // retypes the nodes; it undoes every move if a pod is refused.
 func (ps *planState) applyRepack(chosen []*openNode, kinds []*repackKind, contents []repackContent, states []*class) int {
-	kindOf := func(m *member) int {
-		for i, k := range kinds {
-			if k.class == m.class && equalVec(k.req, m.req) {
-				return i
-			}
-		}
-		return -1
-	}
-	groupOf := func(ti int) offeringGroup {
-		t := ps.pl.Templates[ti]
-		return offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}
-	}
+	kindOf := func(m *member) int { return kindIndex(kinds, m) }
 	have := make([][]int, len(chosen))
 	for i, n := range chosen {
 		have[i] = make([]int, len(kinds))
@@ -223,29 +212,7 @@ func (ps *planState) applyRepack(chosen []*openNode, kinds []*repackKind, conten
 			have[i][kindOf(m)]++
 		}
 	}
-	want := make([][]int, len(chosen)) // nil: the node is emptied
-	taken := make([]bool, len(chosen))
-	var extra []repackContent // contents no node of their group is left for: new nodes
-	for _, c := range contents {
-		bi, bo := -1, -1
-		for i, n := range chosen {
-			if taken[i] || groupOf(n.template) != groupOf(c.template) {
-				continue
-			}
-			o := 0
-			for j := range kinds {
-				o += min(c.counts[j], have[i][j])
-			}
-			if o > bo {
-				bi, bo = i, o
-			}
-		}
-		if bi < 0 {
-			extra = append(extra, c)
-			continue
-		}
-		taken[bi], want[bi] = true, c.counts
-	}
+	want, extra := ps.assignContents(chosen, have, contents)
 	for _, c := range extra {
 		n := ps.openFor(kinds, c)
 		if n == nil {
@@ -315,6 +282,50 @@ func (ps *planState) applyRepack(chosen []*openNode, kinds []*repackKind, conten
 		n.template = h[0]
 	}
 	return len(done)
+}
+
+// kindIndex is the index of m's kind in kinds (its class and requests); -1 if none.
+func kindIndex(kinds []*repackKind, m *member) int {
+	for i, k := range kinds {
+		if k.class == m.class && equalVec(k.req, m.req) {
+			return i
+		}
+	}
+	return -1
+}
+
+// assignContents gives each content of the repacked plan to the chosen node of its offering
+// group that already holds most of it (have: each node's pods by kind), so that the fewest pods
+// move. want is each node's content by kind (nil: the node is emptied); extra are the contents
+// no node of their group is left for, which need new nodes.
+func (ps *planState) assignContents(chosen []*openNode, have [][]int, contents []repackContent) (want [][]int, extra []repackContent) {
+	groupOf := func(ti int) offeringGroup {
+		t := ps.pl.Templates[ti]
+		return offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}
+	}
+	want = make([][]int, len(chosen))
+	taken := make([]bool, len(chosen))
+	for _, c := range contents {
+		bi, bo := -1, -1
+		for i, n := range chosen {
+			if taken[i] || groupOf(n.template) != groupOf(c.template) {
+				continue
+			}
+			o := 0
+			for j := range c.counts {
+				o += min(c.counts[j], have[i][j])
+			}
+			if o > bo {
+				bi, bo = i, o
+			}
+		}
+		if bi < 0 {
+			extra = append(extra, c)
+			continue
+		}
+		taken[bi], want[bi] = true, c.counts
+	}
+	return want, extra
 }
 
 // openFor opens a node for a content in its template's pool, zone and capacity type: on the
