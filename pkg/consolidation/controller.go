@@ -6,6 +6,7 @@ package consolidation
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -438,8 +439,9 @@ func (c *Controller) ownedNodes(s *snapshot, nodes []*corev1.Node, claims []*v1a
 		o := c.owned(n, claimsByName)
 		if o == nil {
 			if pool := leavingPool(n); pool != "" {
-				// Its claim is gone but its Node waits for its finalizer: it is still leaving the
-				// pool, and a budget of one must not let the next node go meanwhile.
+				// No Registered claim owns it any more, but its Node waits for Tailor's finalizer:
+				// it is still leaving the pool, and a budget of one must not let the next node go
+				// meanwhile. The lifecycle releases such a node within a sweep.
 				poolNodes[pool]++
 				poolDisrupting[pool]++
 			}
@@ -458,10 +460,12 @@ func (c *Controller) ownedNodes(s *snapshot, nodes []*corev1.Node, claims []*v1a
 	}
 }
 
-// leavingPool names the pool of a node of Tailor's that is on its way out (marked for
-// disruption or being deleted) though no Registered claim owns it any more; "" for any other.
+// leavingPool names the pool of a node of Tailor's that is being deleted and still holds
+// Tailor's finalizer, though no Registered claim owns it any more; "" for any other. A node
+// held only by someone else's finalizer, or marked but never deleted (its claim's finalizer
+// removed by hand), is out of Tailor's hands and holds no budget.
 func leavingPool(n *corev1.Node) string {
-	if n.Labels[v1alpha1.LabelClaim] == "" || !disrupting(n) && n.DeletionTimestamp == nil {
+	if n.Labels[v1alpha1.LabelClaim] == "" || n.DeletionTimestamp == nil || !slices.Contains(n.Finalizers, v1alpha1.FinalizerTermination) {
 		return ""
 	}
 	return n.Labels[v1alpha1.LabelPool]

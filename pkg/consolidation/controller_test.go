@@ -60,9 +60,10 @@ func TestAwaitedNodes(t *testing.T) {
 	}
 }
 
-// A node whose claim is gone while its Node waits for the finalizer still leaves its pool: with
-// a budget of one, no other node of the pool may start to go until it is gone. A node of the
-// pool that nobody is taking away, or one of no pool of Tailor's, leaves the budget as it is.
+// A node whose claim is gone while its Node waits for Tailor's finalizer still leaves its pool:
+// with a budget of one, no other node of the pool may start to go until it is gone. A node of
+// the pool that nobody is deleting, one held only by someone else's finalizer, or one of no pool
+// of Tailor's, leaves the budget as it is.
 func TestBudgetCountsNodesLeavingAfterTheirClaim(t *testing.T) {
 	now := time.Now()
 	node := func(name, claim string, mark func(*corev1.Node)) *corev1.Node {
@@ -81,6 +82,7 @@ func TestBudgetCountsNodesLeavingAfterTheirClaim(t *testing.T) {
 		n.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintDisrupting, Value: methodEmpty, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	unlabelled := func(n *corev1.Node) { deleting(n); delete(n.Labels, v1alpha1.LabelClaim) }
+	othersFinalizer := func(n *corev1.Node) { deleting(n); n.Finalizers = []string{"example.com/keep"} }
 	registered := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "a"},
 		Spec:   v1alpha1.ClaimSpec{Pool: "default"},
 		Status: v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimRegistered, NodeName: "node-a"}}
@@ -91,7 +93,8 @@ func TestBudgetCountsNodesLeavingAfterTheirClaim(t *testing.T) {
 	}{
 		{"no other node", nil, 1},
 		{"a node deleted after its claim", node("node-b", "b", deleting), 0},
-		{"a marked node whose claim is gone", node("node-b", "b", tainted), 0},
+		{"a marked node whose claim is gone, never deleted", node("node-b", "b", tainted), 1},
+		{"a deleted node held by another's finalizer", node("node-b", "b", othersFinalizer), 1},
 		{"a node of the pool without a claim, not leaving", node("node-b", "b", nil), 1},
 		{"a deleted node that is not Tailor's", node("node-b", "b", unlabelled), 1},
 	} {
