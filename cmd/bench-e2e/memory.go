@@ -72,7 +72,8 @@ func (p *peakRSS) AnonMiB() float64 {
 // status is what peakRSS reads of /proc/<pid>/status, in KiB.
 type status struct{ hwm, anon int64 }
 
-// readStatus reads the VmHWM and RssAnon lines of a /proc/<pid>/status file.
+// readStatus reads the VmHWM and RssAnon lines of a /proc/<pid>/status file; RssAnon is 0 where
+// the kernel gives none.
 func readStatus(path string) (status, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -80,28 +81,31 @@ func readStatus(path string) (status, error) {
 	}
 	defer f.Close()
 	var st status
-	var seen int
+	hwm := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		for _, field := range []struct {
-			prefix string
-			into   *int64
-		}{{"VmHWM:", &st.hwm}, {"RssAnon:", &st.anon}} {
-			rest, ok := strings.CutPrefix(sc.Text(), field.prefix)
-			if !ok {
-				continue
-			}
-			if *field.into, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err != nil {
-				return status{}, fmt.Errorf("%s: %s: %w", path, field.prefix, err)
-			}
-			seen++
+		line := sc.Text()
+		var into *int64
+		name, rest, ok := strings.Cut(line, ":")
+		switch {
+		case !ok:
+			continue
+		case name == "VmHWM":
+			into, hwm = &st.hwm, true
+		case name == "RssAnon":
+			into = &st.anon
+		default:
+			continue
+		}
+		if *into, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err != nil {
+			return status{}, fmt.Errorf("%s: %s: %w", path, name, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return status{}, err
 	}
-	if seen != 2 {
-		return status{}, fmt.Errorf("%s lacks VmHWM or RssAnon", path)
+	if !hwm {
+		return status{}, fmt.Errorf("%s has no VmHWM", path)
 	}
 	return st, nil
 }

@@ -15,8 +15,9 @@ func TestReadStatus(t *testing.T) {
 		wantErr string
 	}{
 		{"both lines", "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t1024 kB\nRssAnon:\t  512 kB\n", status{hwm: 2048, anon: 512}, ""},
-		{"no RssAnon", "VmHWM:\t2048 kB\n", status{}, "lacks VmHWM or RssAnon"},
-		{"a bad number", "VmHWM:\tlots kB\nRssAnon:\t512 kB\n", status{}, "VmHWM:"},
+		{"no RssAnon", "VmHWM:\t2048 kB\n", status{hwm: 2048}, ""},
+		{"no VmHWM", "RssAnon:\t512 kB\n", status{}, "has no VmHWM"},
+		{"a bad number", "VmHWM:\tlots kB\nRssAnon:\t512 kB\n", status{}, "VmHWM: strconv"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "status")
