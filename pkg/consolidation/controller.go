@@ -365,10 +365,13 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
 		rotation: c.passes * maxReplaceQuestions, deletions: deletions, podInfos: c.podInfos}
 	nominated := map[string]bool{}
-	var pending []*corev1.Pod
+	var pending, starting []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			s.pods = append(s.pods, p)
+			if c.startsOnNode(p) {
+				starting = append(starting, p)
+			}
 			continue
 		}
 		if p.Status.NominatedNodeName != "" {
@@ -398,7 +401,8 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	for name := range awaitedNodes(claims, pending, s.now) {
 		nominated[name] = true
 	}
-	s.scaleUp = scaleUp(claims, pending, owing, c.Provisioning != nil && c.Provisioning(), s.now)
+	waiting := append(slices.Clip(pending), starting...)
+	s.scaleUp = scaleUp(claims, waiting, owing, c.Provisioning != nil && c.Provisioning(), s.now)
 	if s.scaleUp != "" {
 		c.scaledUpAt = s.now
 	}
@@ -525,6 +529,12 @@ func awaitedNodes(claims []*v1alpha1.Claim, pending []*corev1.Pod, now time.Time
 // waitsForNode says whether p is one of the profile's pods still waiting to be scheduled.
 func (c *Controller) waitsForNode(p *corev1.Pod) bool {
 	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil && p.Spec.NodeName == "" &&
+		(p.Status.Phase == corev1.PodPending || p.Status.Phase == "")
+}
+
+// startsOnNode says whether p is one of the profile's pods bound to a node and not yet running.
+func (c *Controller) startsOnNode(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil && p.Spec.NodeName != "" &&
 		(p.Status.Phase == corev1.PodPending || p.Status.Phase == "")
 }
 

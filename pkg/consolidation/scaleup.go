@@ -27,8 +27,10 @@ const recentPending = 2 * time.Minute
 // room the pods on their way need, and a decision that leans on a node still starting leans on
 // capacity that is not there yet. Karpenter's disruption waits in the same way for nodes not yet
 // initialized. Every replica sees claims, pods and workloads; provisioning says whether this
-// process is planning a batch.
-func scaleUp(claims []*v1alpha1.Claim, pending []*corev1.Pod, owing []rollout.Workload, provisioning bool, now time.Time) string {
+// process is planning a batch. waiting are the profile's pods still pending or bound but not yet
+// running: a pod starting on its node (pulling its image, on EKS) is the scale-up's as much as
+// one pending, and evicting it would undo it.
+func scaleUp(claims []*v1alpha1.Claim, waiting []*corev1.Pod, owing []rollout.Workload, provisioning bool, now time.Time) string {
 	if provisioning {
 		return "a batch of pending pods is being planned"
 	}
@@ -40,14 +42,21 @@ func scaleUp(claims []*v1alpha1.Claim, pending []*corev1.Pod, owing []rollout.Wo
 			return fmt.Sprintf("claim %s is still starting (%s)", cl.Name, startingPhase(cl))
 		}
 	}
-	recent := 0
-	for _, p := range pending {
-		if now.Sub(p.CreationTimestamp.Time) < recentPending {
-			recent++
+	pending, starting := 0, 0
+	for _, p := range waiting {
+		switch {
+		case now.Sub(p.CreationTimestamp.Time) >= recentPending:
+		case p.Spec.NodeName == "":
+			pending++
+		default:
+			starting++
 		}
 	}
-	if recent > 0 {
-		return fmt.Sprintf("%d pods created in the last %s are pending", recent, recentPending)
+	if pending > 0 {
+		return fmt.Sprintf("%d pods created in the last %s are pending", pending, recentPending)
+	}
+	if starting > 0 {
+		return fmt.Sprintf("%d pods created in the last %s are starting on their nodes", starting, recentPending)
 	}
 	return ""
 }

@@ -29,6 +29,11 @@ func TestScaleUp(t *testing.T) {
 	pendingFor := func(d time.Duration) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", CreationTimestamp: metav1.NewTime(now.Add(-d))}}
 	}
+	boundFor := func(d time.Duration) *corev1.Pod {
+		p := pendingFor(d)
+		p.Spec.NodeName = "n"
+		return p
+	}
 	tests := []struct {
 		name         string
 		claims       []*v1alpha1.Claim
@@ -49,6 +54,11 @@ func TestScaleUp(t *testing.T) {
 		{name: "pods just created", pending: []*corev1.Pod{pendingFor(5 * time.Second), pendingFor(time.Hour)},
 			want: "1 pods created in the last 2m0s are pending"},
 		{name: "a pod pending for long that no claim waits for", pending: []*corev1.Pod{pendingFor(time.Hour)}},
+		{name: "pods bound, not yet running", pending: []*corev1.Pod{boundFor(5 * time.Second), boundFor(time.Second), boundFor(time.Hour)},
+			want: "2 pods created in the last 2m0s are starting on their nodes"},
+		{name: "pods pending and pods starting", pending: []*corev1.Pod{boundFor(5 * time.Second), pendingFor(5 * time.Second)},
+			want: "1 pods created in the last 2m0s are pending"},
+		{name: "a pod starting for long", pending: []*corev1.Pod{boundFor(time.Hour)}},
 		{name: "workloads still creating pods", owing: []rollout.Workload{{Kind: "ReplicaSet", Namespace: "ns", Name: "web", Owed: 280}, {Kind: "Job", Namespace: "ns", Name: "fan", Owed: 3}},
 			want: "ReplicaSet ns/web owes 280 pods (and 1 more workloads are creating pods)"},
 	}
@@ -190,6 +200,35 @@ func TestLastScaleUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := lastScaleUp(tc.claims, seen); !got.Equal(tc.want) {
 				t.Errorf("lastScaleUp = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A pod starting on its node is the profile's, bound, not yet running and not going.
+func TestStartsOnNode(t *testing.T) {
+	c := &Controller{SchedulerName: "tailor"}
+	pod := func(opts ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{SchedulerName: "tailor", NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		for _, o := range opts {
+			o(p)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"bound and pending", pod(), true},
+		{"running", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }), false},
+		{"unbound", pod(func(p *corev1.Pod) { p.Spec.NodeName = "" }), false},
+		{"another scheduler's", pod(func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler" }), false},
+		{"being deleted", pod(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := c.startsOnNode(tt.pod); got != tt.want {
+				t.Errorf("startsOnNode = %v, want %v", got, tt.want)
 			}
 		})
 	}
