@@ -528,13 +528,17 @@ func awaitedNodes(claims []*v1alpha1.Claim, pending []*corev1.Pod, now time.Time
 
 // waitsForNode says whether p is one of the profile's pods still waiting to be scheduled.
 func (c *Controller) waitsForNode(p *corev1.Pod) bool {
-	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil && p.Spec.NodeName == "" &&
-		(p.Status.Phase == corev1.PodPending || p.Status.Phase == "")
+	return c.notRunningYet(p) && p.Spec.NodeName == ""
 }
 
 // startsOnNode says whether p is one of the profile's pods bound to a node and not yet running.
 func (c *Controller) startsOnNode(p *corev1.Pod) bool {
-	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil && p.Spec.NodeName != "" &&
+	return c.notRunningYet(p) && p.Spec.NodeName != ""
+}
+
+// notRunningYet says whether p is one of the profile's pods, not going, that has not started.
+func (c *Controller) notRunningYet(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == c.SchedulerName && p.DeletionTimestamp == nil &&
 		(p.Status.Phase == corev1.PodPending || p.Status.Phase == "")
 }
 
