@@ -47,10 +47,10 @@ type Offerings interface {
 	Templates(ctx context.Context) ([]*planning.Template, error)
 }
 
-// Launcher records and launches replacement nodes (pkg/provisioning's Launcher implements it).
-type Launcher interface {
+// ReplacementRecorder records replacement nodes as claims, which the lifecycle launches
+// (pkg/provisioning's Reservations implements it).
+type ReplacementRecorder interface {
 	RecordReplacement(ctx context.Context, n *planning.PlannedNode, replaces []string, count int) (*v1alpha1.Claim, error)
-	LaunchAsync(ctx context.Context, c *v1alpha1.Claim)
 }
 
 // Controller is the consolidation loop.
@@ -68,10 +68,10 @@ type Controller struct {
 	// Framework runs the profile's plugins over snapshots the loop sets; the loop is its only
 	// user.
 	Framework *profile.Framework
-	// Offerings lists what may be launched and Launcher records and launches replacement nodes;
+	// Offerings lists what may be launched and Replacements records replacement nodes;
 	// without both, the loop only removes nodes.
 	Offerings    Offerings
-	Launcher     Launcher
+	Replacements ReplacementRecorder
 	Recorder     events.EventRecorder
 	DrainTimeout time.Duration
 	// Clock reads the time for drains, budgets and consolidateAfter; default the real one.
@@ -260,7 +260,7 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 		}
 	}
 	lookedAtAll := true // every method could ask its questions
-	if c.Launcher != nil && c.Offerings != nil && len(candidates) > 0 {
+	if c.Replacements != nil && c.Offerings != nil && len(candidates) > 0 {
 		// Bounded: a slow catalog refresh costs this pass its replacements, never the drains
 		// of the next passes.
 		tctx, cancel := context.WithTimeout(ctx, cloudTimeout)

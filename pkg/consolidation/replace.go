@@ -13,24 +13,25 @@ import (
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
-// A merge or replacement launches its new nodes first (claims annotated with the nodes they
-// replace) and drains the old nodes only once every new node is up: the pods never wait for
-// capacity. The annotation is the whole state: a restarted loop finds the claims and carries on.
-// If a replacement fails, the old nodes stay and the claims lose their annotation (a new node
-// without pods is then an empty node like any other).
+// A merge or replacement launches its new nodes first (claims whose spec.replacement names the
+// nodes they replace) and drains the old nodes only once every new node is up: the pods never
+// wait for capacity. spec.replacement is the whole state: a restarted loop finds the claims and
+// carries on. If a replacement fails, the old nodes stay and the claims lose their
+// spec.replacement (a new node without pods is then an empty node like any other).
 
-// launchReplacements records and launches a decision's new nodes; false if they could not be
-// recorded (the nodes stay).
+// launchReplacements records a decision's new nodes, which the lifecycle launches; false if they
+// could not be recorded (the nodes stay).
 func (c *Controller) launchReplacements(ctx context.Context, d decision) bool {
 	logger := klog.FromContext(ctx)
 	var names []string
 	for _, n := range d.nodes() {
 		names = append(names, n.node.Name)
 	}
-	// Every claim is recorded before any launches, so a group is never half there.
+	// A group is recorded whole or not at all. The lifecycle launches each claim as it sees it,
+	// so a claim of a group that then failed may have launched: its deletion terminates it.
 	var recorded []*v1alpha1.Claim
 	for _, pn := range d.replacements {
-		cl, err := c.Launcher.RecordReplacement(ctx, pn, names, len(d.replacements))
+		cl, err := c.Replacements.RecordReplacement(ctx, pn, names, len(d.replacements))
 		if err != nil {
 			logger.Info("Cannot launch a replacement; the nodes stay", "nodes", names, "err", err)
 			for _, r := range recorded {
@@ -39,9 +40,6 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) bool {
 			return false
 		}
 		recorded = append(recorded, cl)
-	}
-	for _, cl := range recorded {
-		c.Launcher.LaunchAsync(ctx, cl)
 	}
 	c.remember(names...)
 	decisions.WithLabelValues(d.method).Inc()

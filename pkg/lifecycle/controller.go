@@ -1,12 +1,14 @@
-// Package lifecycle carries claims from launch to registered node and cleans up after failures.
-// Each stage of a claim's life is a file, with its test: launch (launches a restart interrupted
-// are launched again), registration (a registering Node is matched to its claim by providerID
-// and given the labels and taints the plan promised; a node that never registers is given up),
-// initialization (the node Ready without startup taints), liveness (claims whose instance
-// vanished, tagged instances no claim owns) and termination (deleted claims and nodes; InstanceOf
-// is the one test before an instance is terminated for a claim). templates.go deletes launch
-// templates no pool or claim uses. The controller runs registration from node events and the
-// other stages from a periodic sweep over every claim.
+// Package lifecycle carries claims from launch to registered node and cleans up after failures;
+// it alone writes a claim's status. Each stage of a claim's life is a file, with its test: launch
+// (a claim provisioning or consolidation recorded is launched, and Launched or Failed recorded;
+// launches a restart interrupted are launched again), registration (a registering Node is
+// matched to its claim by providerID and given the labels and taints the plan promised; a node
+// that never registers is given up), initialization (the node Ready without startup taints),
+// liveness (claims whose instance vanished, tagged instances no claim owns) and termination
+// (deleted claims and nodes; InstanceOf is the one test before an instance is terminated for a
+// claim). templates.go deletes launch templates no pool or claim uses. The controller launches
+// claims and registers nodes from their events, and runs the other stages from a periodic sweep
+// over every claim.
 package lifecycle
 
 import (
@@ -45,21 +47,15 @@ const (
 	resumeAfter = 30 * time.Second
 )
 
-// Launcher launches recorded claims (pkg/provisioning's Launcher implements it): the controller
-// resumes launches a restart or a crash interrupted.
-type Launcher interface {
-	// LaunchAsync launches a claim in the background unless this process is launching it.
-	LaunchAsync(ctx context.Context, c *v1alpha1.Claim)
-	// InFlight reports whether a launch of the claim is running in this process.
-	InFlight(claim string) bool
-}
-
 // Controller is the claim lifecycle controller.
 type Controller struct {
-	Args         *config.TailorArgs
-	Cloud        cloud.Provider
-	Claims       *claims.Store
-	Launcher     Launcher
+	Args   *config.TailorArgs
+	Cloud  cloud.Provider
+	Claims *claims.Store
+	// Demand says which claims pods still want and wait on; Offerings resolves pools' networks
+	// and learns which offerings had no capacity. The launch stage needs both.
+	Demand       Demand
+	Offerings    Offerings
 	Client       kubernetes.Interface
 	Nodes        corelisters.NodeLister
 	NodeInformer cache.SharedIndexInformer
@@ -78,10 +74,14 @@ type Controller struct {
 	// list them. Only the sweep goroutine uses it.
 	lastTemplateGC time.Time
 
+	// launches are the launches queued and running.
+	launches launches
+
 	// Run may run again after the lease is lost and won back: handlers are registered once and
-	// reach the current queue through enqueue.
+	// reach the current run's queue and context through enqueue and launchRecorded.
 	mu           sync.Mutex
 	queue        workqueue.TypedRateLimitingInterface[string]
+	runCtx       context.Context
 	handlersOnce sync.Once
 	handlersErr  error
 }
@@ -92,6 +92,16 @@ func (c *Controller) enqueue(name string) {
 	c.mu.Unlock()
 	if q != nil {
 		q.Add(name)
+	}
+}
+
+// launchRecorded launches a claim just recorded, if this replica runs the lifecycle.
+func (c *Controller) launchRecorded(cl *v1alpha1.Claim) {
+	c.mu.Lock()
+	ctx := c.runCtx
+	c.mu.Unlock()
+	if ctx != nil && pending(cl) && cl.DeletionTimestamp == nil {
+		c.launchAsync(ctx, cl)
 	}
 }
 
@@ -123,19 +133,25 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.lastTemplateGC = time.Time{}
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-registration"})
+	// Launches end with the run: one cut short leaves its claim Pending for the next leader.
+	ctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.queue = queue
+	c.queue, c.runCtx = queue, ctx
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.queue = nil
+		c.queue, c.runCtx = nil, nil
 		c.mu.Unlock()
 		queue.ShutDown()
+		cancel()
+		c.launches.stop()
 	}()
 	c.handlersOnce.Do(func() { c.handlersErr = c.addHandlers() })
 	if c.handlersErr != nil {
 		return c.handlersErr
 	}
+	// Claims recorded while no replica held the lease are launched first, in the order listed.
+	c.resumeInterruptedLaunches(ctx)
 	// Nodes registered while no replica held the lease are caught up here.
 	if nodes, err := c.Nodes.List(labels.Everything()); err == nil {
 		for _, n := range nodes {
@@ -145,7 +161,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 
-	c.resumeInterruptedLaunches(ctx)
 	var workers sync.WaitGroup
 	for i := 0; i < registrationWorkers; i++ {
 		workers.Add(1)
@@ -173,6 +188,7 @@ func (c *Controller) addHandlers() error {
 		return err
 	}
 	return c.Claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.launchRecorded(obj.(*v1alpha1.Claim)) },
 		UpdateFunc: func(_, obj interface{}) {
 			if cl := obj.(*v1alpha1.Claim); cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
 				c.enqueue(cl.Status.NodeName)

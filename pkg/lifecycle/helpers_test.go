@@ -24,6 +24,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
 	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
+	"github.com/tailor-eks/tailor/pkg/offerings"
 )
 
 // testNow is the time of every stage test.
@@ -32,11 +33,12 @@ var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 // harness is a Controller on fakes: the cloud, the claims' typed clientset (read through the
 // store, as in production), a Kubernetes clientset and a node lister over the same nodes.
 type harness struct {
-	c        *Controller
-	cloud    *cloudfake.Provider
-	claims   *claimsfake.Clientset
-	kube     *fake.Clientset
-	launcher *fakeLauncher
+	c         *Controller
+	cloud     *cloudfake.Provider
+	offerings *offerings.Cache
+	claims    *claimsfake.Clientset
+	kube      *fake.Clientset
+	demand    *fakeDemand
 }
 
 // newHarness starts a controller's stores on the claims, nodes and instances given.
@@ -46,8 +48,10 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	for _, cl := range cls {
 		objs = append(objs, cl)
 	}
-	h := &harness{cloud: cloudfake.New([]cloud.InstanceType{{Name: "m5.large"}}, nil, nil), claims: claimstest.NewClientset(objs...),
-		launcher: &fakeLauncher{inFlight: map[string]bool{}}}
+	h := &harness{cloud: cloudfake.New([]cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192,
+		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
+		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"}),
+		claims: claimstest.NewClientset(objs...), demand: &fakeDemand{unwanted: map[string]bool{}, waits: map[string]bool{}}}
 	for _, in := range instances {
 		h.cloud.AddInstance(in)
 	}
@@ -66,10 +70,11 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	if err := store.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
+	args := &config.TailorArgs{ClusterName: "c", RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
+		Pools: []config.Pool{{Name: "default", AMI: "al2023", InstanceProfile: "node", CapacityTypes: []string{"on-demand", "spot"}}}}
+	h.offerings = offerings.New(offerings.Options{Args: args, Cloud: h.cloud})
 	h.c = &Controller{
-		Args: &config.TailorArgs{ClusterName: "c", RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
-			Pools: []config.Pool{{Name: "default"}}},
-		Cloud: h.cloud, Claims: store, Launcher: h.launcher, Client: h.kube,
+		Args: args, Cloud: h.cloud, Claims: store, Demand: h.demand, Offerings: h.offerings, Client: h.kube,
 		Nodes: corelisters.NewNodeLister(indexer), Recorder: events.NewFakeRecorder(100), OrphanGrace: DefaultOrphanGrace,
 		Clock: clocktesting.NewFakePassiveClock(testNow),
 	}
@@ -120,23 +125,34 @@ func (h *harness) live(t *testing.T) map[string]cloud.Instance {
 	return out
 }
 
-// fakeLauncher records the launches asked for.
-type fakeLauncher struct {
+// fakeDemand wants every claim but those it is told are unwanted, and says pods wait on the
+// claims it is told they do.
+type fakeDemand struct {
 	mu       sync.Mutex
-	inFlight map[string]bool
-	launched []string
+	unwanted map[string]bool
+	waits    map[string]bool
 }
 
-func (l *fakeLauncher) LaunchAsync(_ context.Context, c *v1alpha1.Claim) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.launched = append(l.launched, c.Name)
+func (d *fakeDemand) Wanted(c *v1alpha1.Claim) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.unwanted[c.Name]
 }
 
-func (l *fakeLauncher) InFlight(claim string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.inFlight[claim]
+func (d *fakeDemand) Waits(claim string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waits[claim]
+}
+
+// markInFlight makes the controller believe a launch of the claim is running.
+func (h *harness) markInFlight(name string) {
+	h.c.launches.mu.Lock()
+	defer h.c.launches.mu.Unlock()
+	if h.c.launches.inflight == nil {
+		h.c.launches.inflight = map[string]bool{}
+	}
+	h.c.launches.inflight[name] = true
 }
 
 // claimIn is a claim of the default pool in phase, for pod "p-<name>" (a removed claim's pods
@@ -145,8 +161,9 @@ func (l *fakeLauncher) InFlight(claim string) bool {
 func claimIn(name string, phase v1alpha1.ClaimPhase, instanceID string, created, launched time.Time) *v1alpha1.Claim {
 	cl := &v1alpha1.Claim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Finalizers: []string{v1alpha1.FinalizerTermination}},
-		Spec:       v1alpha1.ClaimSpec{Pool: "default", Pods: []v1alpha1.PodRef{{Namespace: "default", Name: "p-" + name, UID: "uid-" + name}}},
-		Status:     v1alpha1.ClaimStatus{Phase: phase, InstanceID: instanceID, InstanceType: "m5.large"},
+		Spec: v1alpha1.ClaimSpec{Pool: "default", CapacityType: "on-demand", Zone: "us-east-1a", InstanceTypes: []string{"m5.large"},
+			Pods: []v1alpha1.PodRef{{Namespace: "default", Name: "p-" + name, UID: "uid-" + name}}},
+		Status: v1alpha1.ClaimStatus{Phase: phase, InstanceID: instanceID, InstanceType: "m5.large"},
 	}
 	if !launched.IsZero() {
 		cl.Status.LaunchedAt = &metav1.Time{Time: launched}

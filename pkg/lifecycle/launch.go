@@ -2,34 +2,323 @@ package lifecycle
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/metrics"
+	"github.com/tailor-eks/tailor/pkg/offerings"
 )
 
-// The launch stage: provisioning records a claim (Pending) and launches it; a launch a restart or
-// a crash interrupted is launched again here, with the claim's own client token, so EC2 answers
-// with the instance it may already have started instead of a second one.
+// The launch stage: provisioning and consolidation record claims (Pending); this stage launches
+// each one it sees, and records the instance (Launched) or the failure (Failed, with when its
+// pods are planned again). Every launch of a claim uses the claim's UID as the EC2 client token,
+// so a launch a restart or a crash interrupted, launched again here, gets the instance EC2 may
+// already have started instead of a second one.
+
+// Demand says which claims pods still want (pkg/provisioning implements it from its ledger and
+// the workloads).
+type Demand interface {
+	// Wanted says whether a pod the claim was planned for still waits for a node, or a workload
+	// it was planned for still creates pods: an unwanted claim is dropped, not launched.
+	Wanted(c *v1alpha1.Claim) bool
+	// Waits says whether pods wait on the claim now.
+	Waits(claim string) bool
+}
+
+// Offerings resolves a pool's network and learns which offerings a launch found without capacity
+// (pkg/offerings' Cache implements it).
+type Offerings interface {
+	Network(ctx context.Context, pool *config.Pool) (offerings.Network, error)
+	MarkFailed(ct cloud.CapacityType, errs []cloud.OfferingError)
+	MarkCapacityTypeUnavailable(ct cloud.CapacityType, code string)
+}
+
+// retryAfterFailure is how long pods of a launch that failed for another reason (an API or
+// configuration error) wait before they are planned again, so a persistent error is not a hot
+// loop.
+const retryAfterFailure = 30 * time.Second
+
+// maxLaunchesInFlight bounds the claims launched at once: a burst of pending pods becomes many
+// claims, and EC2 throttles an account's CreateFleet calls; claims past the bound wait their
+// turn, still Pending and still counted as in-flight capacity.
+const maxLaunchesInFlight = 8
+
+// launchTimeout bounds one launch, so a hung cloud call cannot stall the stage.
+const launchTimeout = 2 * time.Minute
+
+// Backoff after EC2 pushed back (cloud.Transient: throttling or 5xx, which the SDK has already
+// retried): the pods of every claim that failed so wait before they are planned again, from
+// transientBackoffMin doubling to transientBackoffMax with up to 20% jitter, until a launch
+// succeeds. It is shared by all claims: the pressure is the account's, not one claim's.
+const (
+	transientBackoffMin = 2 * time.Second
+	transientBackoffMax = 2 * time.Minute
+	transientBackoffKey = "ec2"
+)
+
+// launches are the claims being launched or waiting for a worker. Claims go to EC2 in the order
+// they came, those pods wait on before those only kept for pods still to come (a batch planned
+// with a rollout's pods to come is mostly the latter): a pod never waits behind them for its node.
+type launches struct {
+	mu sync.Mutex
+	// inflight names every claim queued or launching: a claim is launched once at a time.
+	inflight map[string]bool
+	// waited and kept hold the queued claims, those with pods and those only kept for pods still
+	// to come; running counts the workers (at most maxLaunchesInFlight).
+	waited, kept []queuedLaunch
+	running      int
+	workers      sync.WaitGroup
+
+	backoffOnce sync.Once
+	backoff     *flowcontrol.Backoff
+}
+
+// queuedLaunch is a claim waiting for a worker.
+type queuedLaunch struct {
+	ctx   context.Context
+	claim *v1alpha1.Claim
+}
+
+// transientBackoff is the shared wait after transient EC2 failures.
+func (ls *launches) transientBackoff() *flowcontrol.Backoff {
+	ls.backoffOnce.Do(func() { ls.backoff = flowcontrol.NewBackOffWithJitter(transientBackoffMin, transientBackoffMax, 0.2) })
+	return ls.backoff
+}
+
+// InFlight reports whether a launch of the claim is queued or running in this process.
+func (c *Controller) InFlight(claim string) bool {
+	c.launches.mu.Lock()
+	defer c.launches.mu.Unlock()
+	return c.launches.inflight[claim]
+}
+
+// launchAsync launches a recorded claim in the background unless a launch of it is already
+// queued or running in this process; it says whether it queued one.
+func (c *Controller) launchAsync(ctx context.Context, cl *v1alpha1.Claim) bool {
+	ls := &c.launches
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.inflight[cl.Name] || ctx.Err() != nil {
+		return false
+	}
+	if ls.inflight == nil {
+		ls.inflight = map[string]bool{}
+	}
+	ls.inflight[cl.Name] = true
+	if len(cl.Spec.Pods) > 0 {
+		ls.waited = append(ls.waited, queuedLaunch{ctx: ctx, claim: cl})
+	} else {
+		ls.kept = append(ls.kept, queuedLaunch{ctx: ctx, claim: cl})
+	}
+	if ls.running < maxLaunchesInFlight {
+		ls.running++
+		ls.workers.Add(1)
+		go c.launchWorker()
+	}
+	return true
+}
+
+// stop waits for the workers once the contexts of their launches are done: no launch starts
+// after (launchAsync refuses a done context under mu), and those queued return at once.
+func (ls *launches) stop() {
+	// An empty critical section: every launchAsync that took mu before has added its worker.
+	ls.mu.Lock()
+	ls.mu.Unlock() //nolint:staticcheck // SA2001: the lock is the point
+	ls.workers.Wait()
+}
+
+// launchWorker launches queued claims, waited-on first (see nextLaunch), until none is left.
+func (c *Controller) launchWorker() {
+	ls := &c.launches
+	defer ls.workers.Done()
+	for {
+		ls.mu.Lock()
+		next, ok := c.nextLaunch()
+		if !ok {
+			ls.running--
+			ls.mu.Unlock()
+			return
+		}
+		ls.mu.Unlock()
+		c.launch(next.ctx, next.claim)
+		ls.mu.Lock()
+		delete(ls.inflight, next.claim.Name)
+		ls.mu.Unlock()
+	}
+}
+
+// nextLaunch takes the next claim to launch: the oldest of those that had pods when they were
+// queued, then the oldest of the others that pods have come to wait on since (a rollout's pods
+// fill the claims planned for them before they existed), then the oldest of the rest. Callers
+// hold launches.mu (Demand never calls back into the controller).
+func (c *Controller) nextLaunch() (queuedLaunch, bool) {
+	ls := &c.launches
+	take := func(q *[]queuedLaunch, i int) queuedLaunch {
+		next := (*q)[i]
+		*q = slices.Delete(*q, i, i+1)
+		return next
+	}
+	if len(ls.waited) > 0 {
+		return take(&ls.waited, 0), true
+	}
+	for i, q := range ls.kept {
+		if c.Demand.Waits(q.claim.Name) {
+			return take(&ls.kept, i), true
+		}
+	}
+	if len(ls.kept) > 0 {
+		return take(&ls.kept, 0), true
+	}
+	return queuedLaunch{}, false
+}
+
+// launch launches a recorded claim and records the result. It is safe to call again for the
+// same claim: the client token makes EC2 return the first launch's instance.
+func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
+	logger := klog.FromContext(ctx).WithValues("claim", cl.Name)
+	ctx = klog.NewContext(ctx, logger)
+	if c.dropUnwanted(ctx, cl) {
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the claim stays Pending and is resumed
+	}
+	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
+	inst, price, offeringErrs, err := c.createInstance(ctx, cl)
+	c.Offerings.MarkFailed(cloud.CapacityType(cl.Spec.CapacityType), offeringErrs)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Shutting down (or timed out) mid-call: EC2 may have acted. The claim stays Pending
+		// and is resumed with the same client token, which returns any instance launched.
+		logger.Info("Launch interrupted; it will be resumed", "err", err)
+	case err != nil:
+		c.launchFailed(ctx, cl, err, len(offeringErrs) > 0)
+	default:
+		c.launched(ctx, cl, inst, price)
+	}
+}
+
+// dropUnwanted deletes the claim, and says so, if nobody wants it any more (Demand.Wanted): every
+// pod it was planned for is gone (deleted, or placed elsewhere) before it launched, as when a
+// rollout is undone during a restart, and no workload it was planned for still creates pods.
+// Had an attempt before a crash launched after all, its instance is tagged with this claim, and
+// the termination stage terminates it once the claim is gone.
+func (c *Controller) dropUnwanted(ctx context.Context, cl *v1alpha1.Claim) bool {
+	if len(cl.Spec.Pods) == 0 && len(cl.Spec.ExpectedPods) == 0 || c.Demand.Wanted(cl) {
+		return false
+	}
+	logger := klog.FromContext(ctx)
+	if err := c.Claims.Delete(ctx, cl.Name); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot drop claim whose pods are gone; will retry")
+		return true
+	}
+	logger.Info("Dropped claim: its pods are gone before launch", "pods", len(cl.Spec.Pods), "expectedPods", len(cl.Spec.ExpectedPods))
+	return true
+}
+
+// launchFailed records the claim Failed, with when its pods are planned again: at once when
+// offerings without capacity (offeringsFailed) or the account's spot quota were the cause, since
+// those are now left out of plans; after a backoff for any other failure. If the failure cannot
+// be recorded the pods stay on the claim, which is launched again with the same client token.
+func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringsFailed bool) {
+	delay, result := retryAfterFailure, metrics.ResultFailed
+	switch spot := cl.Spec.CapacityType == string(cloud.Spot); {
+	case spot && cloud.KindOf(err) == cloud.KindQuota:
+		// The account's spot quota: no spot offering launches until it frees up, whatever
+		// the type or zone. Spot is left out of plans for a while and the pods are planned
+		// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
+		c.Offerings.MarkCapacityTypeUnavailable(cloud.Spot, "SpotQuota")
+		delay, result = 0, metrics.ResultQuota
+	case cloud.Transient(err):
+		// Claims failing together are one wave of pressure: the wait doubles once per wave.
+		backoff := c.launches.transientBackoff()
+		if now := c.clock().Now(); !backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
+			backoff.Next(transientBackoffKey, now)
+		}
+		delay = backoff.Get(transientBackoffKey)
+	case offeringsFailed:
+		delay, result = 0, metrics.ResultInsufficientCapacity
+	}
+	metrics.Launches.WithLabelValues(cl.Spec.Pool, "", cl.Spec.CapacityType, result).Inc()
+	logger := klog.FromContext(ctx)
+	logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
+	retryAt := metav1.NewTime(c.clock().Now().Add(delay))
+	_, werr := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
+		st.Phase, st.Message, st.RetryAt = v1alpha1.ClaimFailed, err.Error(), &retryAt
+	})
+	if werr != nil && !apierrors.IsNotFound(werr) {
+		logger.Error(werr, "Cannot mark claim failed; it will be resumed")
+	}
+}
+
+// launched records the claim's instance; provisioning, following the claim, sends its pods back
+// to the scheduler.
+func (c *Controller) launched(ctx context.Context, cl *v1alpha1.Claim, inst *cloud.Instance, price float64) {
+	logger := klog.FromContext(ctx)
+	c.launches.transientBackoff().Reset(transientBackoffKey)
+	metrics.Launches.WithLabelValues(cl.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
+	now := metav1.NewTime(c.clock().Now())
+	_, err := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
+		*st = v1alpha1.ClaimStatus{
+			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
+			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
+			ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
+			Request: st.Request,
+		}
+	})
+	if err != nil {
+		// The instance exists and is tagged with the claim; the claim stays Pending and is
+		// launched again with the same token, which finds it, so nothing is lost.
+		logger.Error(err, "Cannot record launch; will resume", "instance", inst.ID)
+		return
+	}
+	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price)
+}
+
+// updateStatus changes a claim's status on its newest version: its spec may have grown (pods
+// added to in-flight capacity) since the caller read it. It starts from the cached claim (cl
+// until the cache has it), so a write costs a read only when that was not the newest.
+func (c *Controller) updateStatus(ctx context.Context, cl *v1alpha1.Claim, mutate func(*v1alpha1.ClaimStatus)) (*v1alpha1.Claim, error) {
+	start, ok := c.Claims.Get(cl.Name)
+	if !ok {
+		start = cl
+	}
+	var updated *v1alpha1.Claim
+	err := c.Claims.UpdateFrom(ctx, start, func(cur *v1alpha1.Claim) error {
+		mutate(&cur.Status)
+		var err error
+		updated, err = c.Claims.UpdateStatus(ctx, cur)
+		return err
+	})
+	return updated, err
+}
 
 // resumeInterruptedLaunches launches again, when this replica takes over, every claim recorded
 // but not yet launched.
 func (c *Controller) resumeInterruptedLaunches(ctx context.Context) {
 	for _, cl := range c.Claims.List() {
-		if pending(cl) && cl.DeletionTimestamp == nil {
+		if pending(cl) && cl.DeletionTimestamp == nil && c.launchAsync(ctx, cl) {
 			klog.FromContext(ctx).Info("Resuming interrupted launch", "claim", cl.Name)
-			c.Launcher.LaunchAsync(ctx, cl)
 		}
 	}
 }
 
 // resumeStuckLaunch launches a Pending claim again once it has waited resumeAfter with no launch
-// of it running in this process.
+// of it queued or running in this process.
 func (c *Controller) resumeStuckLaunch(ctx context.Context, cl *v1alpha1.Claim, now time.Time) {
-	if !c.Launcher.InFlight(cl.Name) && now.Sub(cl.CreationTimestamp.Time) > resumeAfter {
+	if now.Sub(cl.CreationTimestamp.Time) > resumeAfter && c.launchAsync(ctx, cl) {
 		klog.FromContext(ctx).Info("Resuming stuck launch", "claim", cl.Name)
-		c.Launcher.LaunchAsync(ctx, cl)
 	}
 }
 

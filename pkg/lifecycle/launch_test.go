@@ -2,14 +2,39 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
+	"github.com/tailor-eks/tailor/pkg/planning"
 )
+
+// throttled is a throttling error as a provider reports it.
+var throttled = &cloud.Error{Kind: cloud.KindTransient, Err: errors.New("api error RequestLimitExceeded: Request limit exceeded.")}
+
+// recorded is a claim for pod p-<name> as provisioning records it: Pending, with a UID (the
+// client token), created at testNow.
+func recorded(name string) *v1alpha1.Claim {
+	cl := claimIn(name, v1alpha1.ClaimPending, "", testNow, time.Time{})
+	cl.UID = types.UID("claim-uid-" + name)
+	return cl
+}
+
+// launchedStatus waits for the launches in flight and reads the claim's status.
+func (h *harness) launchedStatus(t *testing.T, name string) v1alpha1.ClaimStatus {
+	t.Helper()
+	h.c.launches.workers.Wait()
+	return h.claim(t, name).Status
+}
 
 func TestResumeStuckLaunch(t *testing.T) {
 	tests := []struct {
@@ -24,11 +49,15 @@ func TestResumeStuckLaunch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cl := claimIn("a", v1alpha1.ClaimPending, "", tc.created, time.Time{})
+			cl := recorded("a")
+			cl.CreationTimestamp = metav1.NewTime(tc.created)
 			h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
-			h.launcher.inFlight["a"] = tc.inFlight
+			if tc.inFlight {
+				h.markInFlight("a")
+			}
 			h.c.sweep(context.Background())
-			if got := slices.Contains(h.launcher.launched, "a"); got != tc.want {
+			h.c.launches.workers.Wait()
+			if got := h.cloud.Launches() > 0; got != tc.want {
 				t.Errorf("launched again: %v, want %v", got, tc.want)
 			}
 		})
@@ -36,17 +65,315 @@ func TestResumeStuckLaunch(t *testing.T) {
 }
 
 func TestResumeInterruptedLaunches(t *testing.T) {
-	deleting := claimIn("deleting", v1alpha1.ClaimPending, "", testNow, time.Time{})
+	deleting := recorded("deleting")
 	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
-	h := newHarness(t, []*v1alpha1.Claim{
-		claimIn("recorded", "", "", testNow, time.Time{}),
-		claimIn("pending", v1alpha1.ClaimPending, "", testNow, time.Time{}),
-		claimIn("launched", v1alpha1.ClaimLaunched, "i-1", testNow, testNow),
-		deleting,
-	}, nil, nil)
+	unphased := recorded("recorded")
+	unphased.Status.Phase = ""
+	h := newHarness(t, []*v1alpha1.Claim{unphased, recorded("pending"), claimIn("launched", v1alpha1.ClaimLaunched, "i-1", testNow, testNow), deleting}, nil, nil)
 	h.c.resumeInterruptedLaunches(context.Background())
-	slices.Sort(h.launcher.launched)
-	if want := []string{"pending", "recorded"}; !slices.Equal(h.launcher.launched, want) {
-		t.Errorf("launched %v, want %v: every claim recorded but not launched, unless deleting", h.launcher.launched, want)
+	for name, want := range map[string]v1alpha1.ClaimPhase{"recorded": v1alpha1.ClaimLaunched, "pending": v1alpha1.ClaimLaunched, "launched": v1alpha1.ClaimLaunched, "deleting": v1alpha1.ClaimPending} {
+		if got := h.launchedStatus(t, name).Phase; got != want {
+			t.Errorf("claim %s is %q, want %q: every claim recorded but not launched is launched, unless deleting", name, got, want)
+		}
+	}
+	if n := h.cloud.Launches(); n != 2 {
+		t.Errorf("%d launches, want 2", n)
+	}
+}
+
+// A claim recorded while this replica runs the lifecycle is launched as the informer sees it;
+// one recorded while it does not is left to the replica that does (or to this one's resume once
+// it takes over), and a claim launched or being deleted is not launched again.
+func TestLaunchRecorded(t *testing.T) {
+	tests := []struct {
+		name    string
+		claim   func() *v1alpha1.Claim
+		running bool
+		want    bool
+	}{
+		{name: "recorded while running", claim: func() *v1alpha1.Claim { return recorded("a") }, running: true, want: true},
+		{name: "recorded while another replica runs the lifecycle", claim: func() *v1alpha1.Claim { return recorded("a") }},
+		{name: "launched already", running: true, claim: func() *v1alpha1.Claim { return claimIn("a", v1alpha1.ClaimLaunched, "i-1", testNow, testNow) }},
+		{name: "being deleted", running: true, claim: func() *v1alpha1.Claim {
+			cl := recorded("a")
+			cl.DeletionTimestamp = &metav1.Time{Time: testNow}
+			return cl
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := tc.claim()
+			h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
+			if tc.running {
+				h.c.runCtx = context.Background()
+			}
+			h.c.launchRecorded(cl)
+			h.c.launches.workers.Wait()
+			if got := h.cloud.Launches() == 1; got != tc.want {
+				t.Errorf("launched: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A claim nobody wants any more (its pods gone, its workloads scaled back) is deleted, not
+// launched; one that is wanted launches and records its instance.
+func TestLaunchDropsUnwantedClaims(t *testing.T) {
+	h := newHarness(t, []*v1alpha1.Claim{recorded("unwanted"), recorded("wanted")}, nil, nil)
+	h.demand.unwanted["unwanted"] = true
+	h.c.launch(context.Background(), recorded("unwanted"))
+	h.c.launch(context.Background(), recorded("wanted"))
+	if !h.claimGone(t, "unwanted") {
+		t.Error("the unwanted claim is still there")
+	}
+	st := h.claim(t, "wanted").Status
+	if st.Phase != v1alpha1.ClaimLaunched || st.InstanceID == "" || st.NodeName == "" || st.PricePerHour != "0.0960" || st.LaunchedAt == nil {
+		t.Errorf("wanted claim's status %+v, want Launched with its instance, node name, price and launch time", st)
+	}
+	if n := h.cloud.Launches(); n != 1 {
+		t.Errorf("%d launches, want 1", n)
+	}
+}
+
+// Throttled launches fail their claims and start the shared backoff once per wave, not once
+// per claim, and each failed claim says its pods are planned again once the backoff is over;
+// the next launch that succeeds resets it. Each claim's client token is its UID, so launching a
+// claim again creates no second instance.
+func TestLaunchBacksOffOnThrottling(t *testing.T) {
+	names := []string{"a", "b", "c", "d"}
+	var cls []*v1alpha1.Claim
+	for _, n := range names {
+		cls = append(cls, recorded(n))
+	}
+	h := newHarness(t, cls, nil, nil)
+	ctx := context.Background()
+	h.cloud.Fail("Launch", throttled, 0)
+	for _, cl := range cls[:3] {
+		h.c.launch(ctx, cl)
+		st := h.claim(t, cl.Name).Status
+		if st.Phase != v1alpha1.ClaimFailed {
+			t.Fatalf("claim %s is %q after a throttled launch, want Failed", cl.Name, st.Phase)
+		}
+		if wait := st.RetryAt.Sub(testNow); wait < transientBackoffMin || wait > transientBackoffMin*12/10 {
+			t.Errorf("claim %s retries %s after the failure, want %s plus at most 20%% jitter", cl.Name, wait, transientBackoffMin)
+		}
+	}
+	if got := h.c.launches.transientBackoff().Get(transientBackoffKey); got < transientBackoffMin || got > transientBackoffMin*12/10 {
+		t.Errorf("backoff %s after one wave of three failures, want %s plus at most 20%% jitter", got, transientBackoffMin)
+	}
+
+	h.cloud.ClearFailures()
+	h.c.launch(ctx, cls[3])
+	h.c.launch(ctx, cls[3])
+	if got := h.claim(t, "d").Status.Phase; got != v1alpha1.ClaimLaunched {
+		t.Fatalf("claim d is %q, want Launched", got)
+	}
+	if got := h.c.launches.transientBackoff().Get(transientBackoffKey); got != 0 {
+		t.Errorf("backoff %s after a successful launch, want none", got)
+	}
+	if n := h.cloud.Launches(); n != 1 {
+		t.Errorf("%d instances for one claim launched twice, want 1", n)
+	}
+}
+
+// A claim's launch request is resolved from its pool once and recorded on the claim before it is
+// sent. An attempt after a crash sends the recorded request, even from a copy of the claim read
+// before it was recorded and after the pool's image alias moved to a new AMI: with the same
+// client token, EC2 then answers with the first attempt's instance instead of refusing the
+// token. A new claim resolves anew.
+func TestResumedLaunchSendsTheRecordedRequest(t *testing.T) {
+	resumed, fresh := recorded("resumed"), recorded("fresh")
+	h := newHarness(t, []*v1alpha1.Claim{resumed, fresh}, nil, nil)
+	ctx := context.Background()
+	h.cloud.SetImage("al2023", "ami-first")
+	// The first attempt resolves and records its request; the crash comes before CreateFleet.
+	first, err := h.c.request(ctx, resumed, h.c.Args.Pool("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1alpha1.LaunchRequest{ImageID: "ami-first", SubnetIDs: []string{"subnet-a"}, SecurityGroupIDs: []string{"sg-1"}}
+	stored := h.claim(t, "resumed")
+	if stored.Status.Request == nil || !equalRequests(*stored.Status.Request, want) || !equalRequests(*first, want) {
+		t.Fatalf("recorded request %+v, returned %+v, want %+v", stored.Status.Request, first, want)
+	}
+	if stored.Status.Phase != v1alpha1.ClaimPending {
+		t.Errorf("recording the request made the claim %q; it has not launched", stored.Status.Phase)
+	}
+
+	h.cloud.SetImage("al2023", "ami-second") // a new release behind the alias while down
+	h.c.launch(ctx, resumed)                 // read before the request was recorded
+	h.c.launch(ctx, fresh)
+
+	images := map[string]string{}
+	for _, in := range h.live(t) {
+		images[in.Tags[v1alpha1.TagClaim]] = in.ImageID
+	}
+	if images["resumed"] != "ami-first" || images["fresh"] != "ami-second" {
+		t.Errorf("instances run images %v, want ami-first for the resumed claim and ami-second for the new one", images)
+	}
+	for name, image := range map[string]string{"resumed": "ami-first", "fresh": "ami-second"} {
+		got := h.claim(t, name)
+		if got.Status.Phase != v1alpha1.ClaimLaunched || got.Status.Request == nil || got.Status.Request.ImageID != image {
+			t.Errorf("claim %s: phase %q, request %+v; want Launched with image %s recorded", name, got.Status.Phase, got.Status.Request, image)
+		}
+	}
+}
+
+func equalRequests(a, b v1alpha1.LaunchRequest) bool {
+	return a.ImageID == b.ImageID && slices.Equal(a.SubnetIDs, b.SubnetIDs) && slices.Equal(a.SecurityGroupIDs, b.SecurityGroupIDs)
+}
+
+// An account quota refusing a spot launch leaves spot out of plans and has the claim's pods
+// planned again at once (onto on-demand, where their pool allows it). An on-demand quota marks
+// nothing: its pods are planned again after retryAfterFailure, on the same capacity type.
+func TestSpotQuotaLeavesSpotOut(t *testing.T) {
+	for _, tt := range []struct {
+		capacityType string
+		wantSpot     bool
+		wantRetry    time.Duration
+	}{
+		{"spot", false, 0},
+		{"on-demand", true, retryAfterFailure},
+	} {
+		t.Run(tt.capacityType, func(t *testing.T) {
+			cl := recorded("refused")
+			cl.Spec.CapacityType = tt.capacityType
+			h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
+			ctx := context.Background()
+			h.cloud.Fail("Launch", &cloud.Error{Kind: cloud.KindQuota, Err: errors.New("an account quota refused the launch")}, 0)
+			h.c.launch(ctx, cl)
+			st := h.claim(t, cl.Name).Status
+			if st.Phase != v1alpha1.ClaimFailed || st.RetryAt == nil {
+				t.Fatalf("claim is %q (retry at %v) after the quota refused its launch, want Failed with a retry time", st.Phase, st.RetryAt)
+			}
+			if got := st.RetryAt.Sub(testNow); got != tt.wantRetry {
+				t.Errorf("pods planned again %s after the failure, want %s", got, tt.wantRetry)
+			}
+			ts, err := h.offerings.Templates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spot := slices.ContainsFunc(ts, func(tm *planning.Template) bool { return tm.Offering.CapacityType == cloud.Spot })
+			if spot != tt.wantSpot {
+				t.Errorf("spot templates offered: %v, want %v", spot, tt.wantSpot)
+			}
+		})
+	}
+}
+
+// gatedCloud holds every launch until the gate opens, noting the order launches reach EC2.
+type gatedCloud struct {
+	*cloudfake.Provider
+	gate    chan struct{}
+	mu      sync.Mutex
+	reached []string
+}
+
+func (g *gatedCloud) Launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.LaunchResult, error) {
+	g.mu.Lock()
+	g.reached = append(g.reached, req.ClientToken)
+	g.mu.Unlock()
+	<-g.gate
+	return g.Provider.Launch(ctx, req)
+}
+
+func (g *gatedCloud) seen() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.reached)
+}
+
+// gatedHarness is a harness whose launches wait at a gate, with the claims named (those in kept
+// recorded for expected pods only, as a rollout's claims are before its pods exist).
+func gatedHarness(t *testing.T, names []string, kept ...string) (*harness, *gatedCloud, map[string]*v1alpha1.Claim) {
+	t.Helper()
+	byName := map[string]*v1alpha1.Claim{}
+	var cls []*v1alpha1.Claim
+	for _, n := range names {
+		cl := recorded(n)
+		if slices.Contains(kept, n) {
+			cl.Spec.Pods = nil
+		}
+		byName[n] = cl
+		cls = append(cls, cl)
+	}
+	h := newHarness(t, cls, nil, nil)
+	gated := &gatedCloud{Provider: h.cloud, gate: make(chan struct{})}
+	h.c.Cloud = gated
+	return h, gated, byName
+}
+
+// Claims handed to the launch stage go to EC2 in that order, maxLaunchesInFlight at a time, and
+// a claim pods wait on goes before claims only kept for pods still to come, even ones handed
+// over earlier: whatever the scheduling of goroutines.
+func TestLaunchesKeepTheOrder(t *testing.T) {
+	var names []string
+	for i := 0; i < maxLaunchesInFlight; i++ {
+		names = append(names, "c"+strconv.Itoa(i))
+	}
+	names = append(names, "kept-a", "kept-b", "waited")
+	h, gated, cls := gatedHarness(t, names, "kept-a", "kept-b")
+	for _, n := range names {
+		h.c.launchAsync(context.Background(), cls[n])
+	}
+	waitUntil(t, "the first launches to reach EC2", func() bool { return len(gated.seen()) == maxLaunchesInFlight })
+	got := gated.seen()
+	var first []string
+	for _, n := range names[:maxLaunchesInFlight] {
+		first = append(first, string(cls[n].UID))
+	}
+	slices.Sort(got)
+	slices.Sort(first)
+	if !slices.Equal(got, first) {
+		t.Fatalf("first launches %v, want the first %d claims %v", got, maxLaunchesInFlight, first)
+	}
+	// One launch at a time from here: each freed worker takes the next claim in line.
+	gated.releaseInOrder(t, string(cls["waited"].UID), string(cls["kept-a"].UID), string(cls["kept-b"].UID))
+	h.c.launches.workers.Wait()
+}
+
+// TestLaunchesPutNewlyWaitedClaimsFirst: a claim queued for expected pods only goes before the
+// other such claims once pods of the rollout fill its room and wait on it.
+func TestLaunchesPutNewlyWaitedClaimsFirst(t *testing.T) {
+	var names []string
+	for i := 0; i < maxLaunchesInFlight; i++ {
+		names = append(names, "c"+strconv.Itoa(i))
+	}
+	names = append(names, "kept-a", "kept-b")
+	h, gated, cls := gatedHarness(t, names, "kept-a", "kept-b")
+	for _, n := range names {
+		h.c.launchAsync(context.Background(), cls[n])
+	}
+	waitUntil(t, "the first launches to reach EC2", func() bool { return len(gated.seen()) == maxLaunchesInFlight })
+	h.demand.mu.Lock()
+	h.demand.waits["kept-b"] = true // a pod of the rollout filled kept-b
+	h.demand.mu.Unlock()
+	gated.releaseInOrder(t, string(cls["kept-b"].UID), string(cls["kept-a"].UID))
+	h.c.launches.workers.Wait()
+}
+
+// releaseInOrder lets one launch through at a time and checks that the claims reach EC2 in the
+// order given (by UID), then lets every other launch through.
+func (g *gatedCloud) releaseInOrder(t *testing.T, want ...string) {
+	t.Helper()
+	for _, uid := range want {
+		n := len(g.seen())
+		g.gate <- struct{}{}
+		waitUntil(t, "the next launch to reach EC2", func() bool { return len(g.seen()) == n+1 })
+		if next := g.seen()[n]; next != uid {
+			t.Fatalf("launch %d was %s, want %s", n+1, next, uid)
+		}
+	}
+	close(g.gate)
+}
+
+// waitUntil polls cond until it holds, failing the test if it never does.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: it never came", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

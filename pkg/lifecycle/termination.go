@@ -90,7 +90,7 @@ func (c *Controller) releaseDeletingNode(ctx context.Context, node *corev1.Node,
 // instance, if one was launched, is terminated (it carries no pods) and the claim goes.
 func (c *Controller) removeDeletedClaim(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance, nodeOf map[string]*corev1.Node) {
 	logger := klog.FromContext(ctx)
-	if c.Launcher.InFlight(cl.Name) {
+	if c.InFlight(cl.Name) {
 		return // its launch answers first; the next sweep sees the instance
 	}
 	// The cache may lag a registration that happened meanwhile: a Registered claim is the

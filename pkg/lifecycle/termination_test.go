@@ -67,7 +67,9 @@ func TestRemoveDeletedClaim(t *testing.T) {
 				nodes = append(nodes, tc.node)
 			}
 			h := newHarness(t, []*v1alpha1.Claim{cl}, nodes, tc.instances)
-			h.launcher.inFlight["a"] = tc.inFlight
+			if tc.inFlight {
+				h.markInFlight("a")
+			}
 			nodeOf := map[string]*corev1.Node{}
 			for _, n := range nodes {
 				nodeOf[InstanceID(n.Spec.ProviderID)] = n

@@ -168,22 +168,22 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	if err := o.forgetDeletedPods(); err != nil {
 		return nil, err
 	}
-	launcher := o.Provisioner.Launcher()
+	reservations := o.Provisioner.Reservations()
 	o.lifecycle = &lifecycle.Controller{
-		Args: args, Cloud: provider, Claims: store, Launcher: launcher,
+		Args: args, Cloud: provider, Claims: store, Demand: reservations, Offerings: offs,
 		Client: cs.controllers, Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
 		Recorder: h.EventRecorder(), Observed: observed,
 	}
 	o.consolidation = &consolidation.Controller{
 		Args: args, Cloud: provider, Claims: store, Client: cs.controllers,
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
-		Framework: consolidationFramework, Offerings: offs, Launcher: launcher, Recorder: h.EventRecorder(),
+		Framework: consolidationFramework, Offerings: offs, Replacements: reservations, Recorder: h.EventRecorder(),
 		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
 	}
 	if queue != nil {
 		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
 	}
-	if err := o.followClaims(launcher); err != nil {
+	if err := o.followClaims(reservations); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -242,16 +242,16 @@ func (o *Operator) forgetDeletedPods() error {
 
 // followClaims keeps the ledger and the expectations on the claims: every replica (leader or
 // standby) knows which pods wait on which claim, and a claim deleted by anyone releases its pods.
-func (o *Operator) followClaims(launcher *provisioning.Launcher) error {
+func (o *Operator) followClaims(reservations *provisioning.Reservations) error {
 	return o.store.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
-			launcher.Rebuild([]*v1alpha1.Claim{cl})
+			reservations.Rebuild([]*v1alpha1.Claim{cl})
 			o.Expectations.Follow(cl)
 		},
 		UpdateFunc: func(old, obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
-			launcher.Follow(old.(*v1alpha1.Claim), cl)
+			reservations.Follow(old.(*v1alpha1.Claim), cl)
 			o.Expectations.Follow(cl)
 			if cl.DeletionTimestamp != nil {
 				o.consolidation.Prompt() // someone deleted it: drain its node now
@@ -259,7 +259,7 @@ func (o *Operator) followClaims(launcher *provisioning.Launcher) error {
 		},
 		DeleteFunc: func(obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
-			launcher.Release(cl)
+			reservations.Release(cl)
 			o.Expectations.Forget(cl.Name)
 		},
 	})
@@ -282,13 +282,13 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
-		o.Provisioner.Launcher().Rebuild(o.store.List())
+		o.Provisioner.Reservations().Rebuild(o.store.List())
 		logger.Info("Tailor ready", "cluster", o.Args.ClusterName, "pools", len(o.Args.Pools))
 		onReady()
 		go o.warmOfferings(ctx)
 		go o.Provisioner.Run(ctx)
-		// Launch resumption, registration and garbage collection act on the cloud: one replica
-		// at a time, under Tailor's own lease (the scheduler's lease only covers scheduling).
+		// Launches, registration and garbage collection act on the cloud: one replica at a time,
+		// under Tailor's own lease (the scheduler's lease only covers scheduling).
 		runLeaderElected(ctx, o.election, "tailor-controllers", func(ctx context.Context) {
 			var wg sync.WaitGroup
 			wg.Add(1)

@@ -20,7 +20,7 @@ import (
 // going, by one whose node registered (those pods were planned onto its node before: planned
 // again, the node refused them), or (a hash collision) by one for other pods, falls back to a
 // generated name.
-func (l *Launcher) createClaim(ctx context.Context, claim *v1alpha1.Claim, key string) (*v1alpha1.Claim, error) {
+func (l *Reservations) createClaim(ctx context.Context, claim *v1alpha1.Claim, key string) (*v1alpha1.Claim, error) {
 	named := claim.DeepCopy()
 	named.Name, named.GenerateName = claimName(claim.GenerateName, key), ""
 	created, err := l.Claims.Create(ctx, named)

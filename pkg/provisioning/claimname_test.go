@@ -37,7 +37,7 @@ func TestCreateClaimAfterLostAnswer(t *testing.T) {
 		}
 		return true, obj, nil
 	})
-	l := &Launcher{Options: Options{Claims: claims.NewStoreForClient(client)}}
+	l := &Reservations{Options: Options{Claims: claims.NewStoreForClient(client)}}
 	ctx := context.Background()
 	claim := func(uids ...string) *v1alpha1.Claim {
 		c := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{GenerateName: "general-"}, Spec: v1alpha1.ClaimSpec{Pool: "general"}}

@@ -214,7 +214,7 @@ func expectedOn(n *planning.PlannedNode, shares map[types.UID]rollout.Workload) 
 
 // stillExpected says whether a workload the claim expects pods of still wants more pods than
 // it has: the node is still wanted though no pod waits for it yet.
-func (l *Launcher) stillExpected(c *v1alpha1.Claim) bool {
+func (l *Reservations) stillExpected(c *v1alpha1.Claim) bool {
 	if l.Rollouts == nil {
 		return false
 	}

@@ -144,34 +144,22 @@ func TestExpectedOn(t *testing.T) {
 	}
 }
 
-// A claim planned only for pods a workload has not created yet launches while the workload
-// still means to create them; scaled back before the launch, it launches nothing and is dropped.
-func TestLaunchOfExpectedPods(t *testing.T) {
+// A claim planned only for pods a workload has not created yet is wanted while the workload
+// still means to create them; scaled back before the launch, it is not (the lifecycle drops it).
+func TestWantedForExpectedPods(t *testing.T) {
 	w := newRolloutWorld(t, 4)
-	lw := newLauncherWorld(t)
+	lw := newReservationsWorld(t)
 	lw.l.Rollouts = w.lister
 	w.pod(0)
-	forExpected := func(name string) *v1alpha1.Claim {
-		c := lw.claim(t, name)
-		c.Spec.Pods = nil
-		c.Spec.ExpectedPods = []v1alpha1.ExpectedPods{{Kind: "ReplicaSet", Namespace: "ns", Name: "web", UID: "rs-web", Count: 3}}
-		c, err := lw.l.Claims.Update(context.Background(), c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	lw.l.Launch(context.Background(), forExpected("still-wanted"))
-	if got := lw.cloud.Launches(); got != 1 {
-		t.Fatalf("web wants 4 pods and has 1: %d launches, want 1", got)
+	c := lw.claim(t, "for-expected")
+	c.Spec.Pods = nil
+	c.Spec.ExpectedPods = []v1alpha1.ExpectedPods{{Kind: "ReplicaSet", Namespace: "ns", Name: "web", UID: "rs-web", Count: 3}}
+	if !lw.l.Wanted(c) {
+		t.Fatal("web wants 4 pods and has 1: its claim is not wanted")
 	}
 	w.scale(1)
-	lw.l.Launch(context.Background(), forExpected("scaled-back"))
-	if got := lw.cloud.Launches(); got != 1 {
-		t.Errorf("web scaled back to the pod it has: %d launches, want still 1", got)
-	}
-	if _, err := lw.l.Claims.Fetch(context.Background(), "scaled-back"); err == nil {
-		t.Errorf("the claim for pods that will never come is still there")
+	if lw.l.Wanted(c) {
+		t.Error("web scaled back to the pod it has: its claim is still wanted")
 	}
 }
 
@@ -179,7 +167,7 @@ func TestLaunchOfExpectedPods(t *testing.T) {
 // registered, as many as each planned, instead of being planned anew; the rest are returned.
 func TestFillExpected(t *testing.T) {
 	w := newRolloutWorld(t, 10)
-	lw := newLauncherWorld(t)
+	lw := newReservationsWorld(t)
 	o := lw.l.Options
 	o.Rollouts, o.Pods = w.lister, w.factory.Core().V1().Pods().Lister()
 	p := New(o)
@@ -218,7 +206,7 @@ func TestFillExpected(t *testing.T) {
 }
 
 // waitCached runs the claims cache and waits until it holds the claim with its expected pods.
-func waitCached(t *testing.T, lw *launcherWorld, name string) {
+func waitCached(t *testing.T, lw *reservationsWorld, name string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -22,7 +22,7 @@ import (
 // their claim in the ledger, and the claim keeps what was written to it meanwhile.
 func TestRecordChecksPodsAgainOnlyWhenTheClaimChanged(t *testing.T) {
 	ctx := context.Background()
-	lw := newLauncherWorld(t)
+	lw := newReservationsWorld(t)
 	p := New(lw.l.Options)
 	pods := func(claim string, n int) []*planning.Pod {
 		var out []*planning.Pod

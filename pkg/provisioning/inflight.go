@@ -20,7 +20,7 @@ var errNoLongerInFlight = errors.New("claim is no longer in flight")
 // inFlight says whether the claim's instance is launched and its node not yet up: not launched
 // yet, or registered but not initialized (Ready, startup taints gone). Until then the scheduler
 // cannot place a pod there, so pods that arrive meanwhile are put on its room by the
-// provisioner; they wait for the node and are tried again once it is up (Launcher.Follow).
+// provisioner; they wait for the node and are tried again once it is up (Reservations.Follow).
 func inFlight(c *v1alpha1.Claim) bool {
 	if c.DeletionTimestamp != nil {
 		return false
@@ -120,7 +120,7 @@ func (p *Provisioner) fitInFlight(ctx context.Context, c *v1alpha1.Claim, candid
 // placedOn are the claim's pods still waiting for it, as pods a node of its holds.
 func (p *Provisioner) placedOn(c *v1alpha1.Claim) []*planning.Pod {
 	var placed []*planning.Pod
-	for _, pod := range p.launcher.claimPods(c) {
+	for _, pod := range p.reservations.claimPods(c) {
 		placed = append(placed, planning.NewPod(pod, nil))
 	}
 	return placed

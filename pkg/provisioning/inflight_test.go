@@ -85,7 +85,7 @@ func TestFillInFlightLeavesRoomKeptForPodsToCome(t *testing.T) {
 		{name: "three api pods to come: their room is not free", toCome: 3, wantKept: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lw := newLauncherWorld(t)
+			lw := newReservationsWorld(t)
 			p := New(lw.l.Options)
 			c := lw.claim(t, "booting")
 			c.Spec.ExpectedPods = []v1alpha1.ExpectedPods{{Kind: "ReplicaSet", Namespace: "default", Name: "api", UID: "rs-api", Count: tc.toCome,
@@ -180,7 +180,7 @@ func TestNodeUp(t *testing.T) {
 // pods that fit there are handed back to the scheduler, once, instead of written to a claim
 // about to change (or planned anew beside it).
 func TestFillInFlightHandsBackPodsForANodeUp(t *testing.T) {
-	lw := newLauncherWorld(t)
+	lw := newReservationsWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := lw.claim(t, "booted")

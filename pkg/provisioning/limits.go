@@ -44,7 +44,7 @@ func (pl *poolLimits) forget(claim string) {
 // admit reserves room for a node of the largest of types in pool, or says which limit it would
 // break. create runs under the lock and must record the claim (its name is returned). A pool
 // without limits admits every claim.
-func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool, types []string, create func() (string, error)) (string, error) {
+func (pl *poolLimits) admit(ctx context.Context, l *Reservations, pool *config.Pool, types []string, create func() (string, error)) (string, error) {
 	if len(pool.Limits) == 0 {
 		return create()
 	}
@@ -72,7 +72,7 @@ func (pl *poolLimits) admit(ctx context.Context, l *Launcher, pool *config.Pool,
 
 // closed says which pools with limits have room for none of their types now, and why: the
 // planner then plans their pods onto the next pool by weight. typesOf names a pool's types.
-func (pl *poolLimits) closed(ctx context.Context, l *Launcher, pools []config.Pool, typesOf func(pool string) []string) (map[string]string, error) {
+func (pl *poolLimits) closed(ctx context.Context, l *Reservations, pools []config.Pool, typesOf func(pool string) []string) (map[string]string, error) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	var out map[string]string
@@ -102,7 +102,7 @@ func (pl *poolLimits) closed(ctx context.Context, l *Launcher, pools []config.Po
 
 // used is the capacity the pool's live claims hold, with the claims this process created in
 // the last minute that the cache does not show yet. pl.mu is held.
-func (pl *poolLimits) used(ctx context.Context, l *Launcher, pool *config.Pool) (corev1.ResourceList, error) {
+func (pl *poolLimits) used(ctx context.Context, l *Reservations, pool *config.Pool) (corev1.ResourceList, error) {
 	claims := l.Claims.View()
 	for _, c := range claims {
 		if c.Spec.Pool == pool.Name {
@@ -159,7 +159,7 @@ func overLimit(pool *config.Pool, used, need corev1.ResourceList) error {
 
 // learn makes sure the capacity of every named type is known, asking the catalog for those
 // not seen yet; a name the catalog lacks stays unknown (and is not asked again). pl.mu is held.
-func (pl *poolLimits) learn(ctx context.Context, l *Launcher, names []string) error {
+func (pl *poolLimits) learn(ctx context.Context, l *Reservations, names []string) error {
 	for _, n := range names {
 		if _, ok := pl.capacity[n]; n == "" || ok {
 			continue

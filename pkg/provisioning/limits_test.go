@@ -41,7 +41,7 @@ func TestPoolLimitsAdmitUntilFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Launcher{Options: Options{Cloud: catalogOnly{}, Claims: store}}
+	l := &Reservations{Options: Options{Cloud: catalogOnly{}, Claims: store}}
 	pool := &config.Pool{Name: "p", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}}
 	n := 0
 	create := func() (string, error) { n++; return fmt.Sprintf("c%d", n), nil }
@@ -96,7 +96,7 @@ func TestPoolLimitsReadTheCatalogOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := &countingCatalog{}
-	l := &Launcher{Options: Options{Cloud: cat, Claims: store}}
+	l := &Reservations{Options: Options{Cloud: cat, Claims: store}}
 	n := 0
 	create := func() (string, error) { n++; return fmt.Sprintf("c%d", n), nil }
 	free := &config.Pool{Name: "free"}
@@ -135,7 +135,7 @@ func TestPoolLimitsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &Launcher{Options: Options{Cloud: catalogOnly{}, Claims: store}}
+	l := &Reservations{Options: Options{Cloud: catalogOnly{}, Claims: store}}
 	limited := config.Pool{Name: "limited", Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("14")}}
 	pools := []config.Pool{limited, {Name: "free"}}
 	types := func(string) []string { return []string{"m5.xlarge", "m5.2xlarge"} }

@@ -1,7 +1,8 @@
 // Package provisioning turns batches of unschedulable pods into launches: it plans them with
-// pkg/planning over the templates of pkg/offerings, records each planned node as a Claim,
-// launches it, and tells the scheduler to retry the pods so they are nominated to the new
-// capacity.
+// pkg/planning over the templates of pkg/offerings and records each planned node as a Claim,
+// which pkg/lifecycle launches. It keeps the ledger of which pods wait on which claim, following
+// the claims, and tells the scheduler to retry the pods as their claims launch, so they are
+// nominated to the new capacity.
 package provisioning
 
 import (
@@ -20,7 +21,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
-	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/ledger"
@@ -67,8 +67,8 @@ func (o *Options) clock() clock.WithDelayedExecution {
 // Provisioner owns the batcher and the launches.
 type Provisioner struct {
 	Options
-	batcher  *Batcher
-	launcher *Launcher
+	batcher      *Batcher
+	reservations *Reservations
 
 	mu sync.Mutex
 	// planning holds pods taken from the batcher and not yet in the ledger, so a retry of one of
@@ -84,18 +84,19 @@ type Provisioner struct {
 // New builds a Provisioner.
 func New(o Options) *Provisioner {
 	p := &Provisioner{
-		Options:    o,
-		batcher:    NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
-		launcher:   NewLauncher(o),
-		planning:   map[types.UID]bool{},
-		handedBack: map[types.UID]time.Time{},
+		Options:      o,
+		batcher:      NewBatcher(o.Args.BatchIdleDuration.Duration, o.Args.BatchMaxDuration.Duration),
+		reservations: NewReservations(o),
+		planning:     map[types.UID]bool{},
+		handedBack:   map[types.UID]time.Time{},
 	}
 	p.batcher.Covered = p.covered
 	return p
 }
 
-// Launcher returns the launcher, which the lifecycle controller uses to resume claims.
-func (p *Provisioner) Launcher() *Launcher { return p.launcher }
+// Reservations returns the claims' side of provisioning: it records claims, follows them into the
+// ledger and tells the lifecycle which claims pods want.
+func (p *Provisioner) Reservations() *Reservations { return p.reservations }
 
 // Enqueue hands a pod to the batcher unless it is already waiting or being planned.
 func (p *Provisioner) Enqueue(pod *planning.Pod) {
@@ -212,20 +213,17 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		}
 	}
 	// Recording claims is quick and puts the pods in the ledger before the next batch is
-	// planned; the launches themselves run on, so a slow cloud call never holds up planning.
-	claims := make([]*v1alpha1.Claim, len(plan.Nodes))
+	// planned; the lifecycle launches them as it sees them, so a slow cloud call never holds up
+	// planning.
 	var wg sync.WaitGroup
-	for i, n := range plan.Nodes {
+	for _, n := range plan.Nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claims[i] = p.launcher.Record(ctx, n, shares)
+			p.reservations.Record(ctx, n, shares)
 		}()
 	}
 	wg.Wait()
-	for _, c := range waitedForFirst(claims) {
-		p.launcher.LaunchAsync(ctx, c)
-	}
 }
 
 // closedPools are the pools whose limits leave room for none of their types now: the planner
@@ -243,7 +241,7 @@ func (p *Provisioner) closedPools(ctx context.Context, templates []*planning.Tem
 			typesOf[t.Pool.Name] = append(typesOf[t.Pool.Name], t.Type.Name)
 		}
 	}
-	closed, err := p.launcher.limits.closed(ctx, p.launcher, p.Args.Pools, func(pool string) []string { return typesOf[pool] })
+	closed, err := p.reservations.limits.closed(ctx, p.reservations, p.Args.Pools, func(pool string) []string { return typesOf[pool] })
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot tell which pools are at their limits; admission will")
 		return nil
@@ -252,18 +250,4 @@ func (p *Provisioner) closedPools(ctx context.Context, templates []*planning.Tem
 		klog.FromContext(ctx).V(2).Info("Pool at its limit: its pods go to the next pool by weight", "pool", pool, "reason", why)
 	}
 	return closed
-}
-
-// waitedForFirst are the recorded claims (nil ones left out) in the order to launch them: those
-// with the most pods waiting first, those only kept for pods still to come last. A batch planned
-// with a rollout's expected pods is mostly the latter, and launches go a few at a time.
-func waitedForFirst(claims []*v1alpha1.Claim) []*v1alpha1.Claim {
-	out := make([]*v1alpha1.Claim, 0, len(claims))
-	for _, c := range claims {
-		if c != nil {
-			out = append(out, c)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *v1alpha1.Claim) int { return len(b.Spec.Pods) - len(a.Spec.Pods) })
-	return out
 }

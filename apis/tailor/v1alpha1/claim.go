@@ -153,6 +153,11 @@ type ClaimStatus struct {
 	Request *LaunchRequest `json:"request,omitempty"`
 	// Message explains the phase, e.g. why a launch failed.
 	Message string `json:"message,omitempty"`
+	// RetryAt is, on a claim whose launch failed, when the pods that waited on it are planned
+	// again: at once when the failure left its offerings or capacity type out of plans (no
+	// capacity, the spot quota), after a backoff otherwise, so a persistent error or EC2's
+	// throttling is not a hot loop.
+	RetryAt *metav1.Time `json:"retryAt,omitempty"`
 }
 
 // LaunchRequest is what a claim's launch resolved from its pool: the AMI and the network.

@@ -143,6 +143,10 @@ func (in *ClaimStatus) DeepCopyInto(out *ClaimStatus) {
 		*out = new(LaunchRequest)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.RetryAt != nil {
+		in, out := &in.RetryAt, &out.RetryAt
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

@@ -1,0 +1,113 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/nodeshape"
+)
+
+// createInstance asks EC2 for the claim's instance: one of its types in its zone, on its pool's
+// image and network as the claim's request records them. It returns the instance and its price,
+// and the offerings EC2 found without capacity.
+func (c *Controller) createInstance(ctx context.Context, cl *v1alpha1.Claim) (*cloud.Instance, float64, []cloud.OfferingError, error) {
+	pool := c.Args.Pool(cl.Spec.Pool)
+	if pool == nil {
+		return nil, 0, nil, fmt.Errorf("pool %q is no longer configured", cl.Spec.Pool)
+	}
+	req, err := c.request(ctx, cl, pool)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var overrides []cloud.Override
+	for _, it := range cl.Spec.InstanceTypes {
+		for _, s := range req.SubnetIDs {
+			overrides = append(overrides, cloud.Override{InstanceType: it, SubnetID: s})
+		}
+	}
+	res, err := c.Cloud.Launch(ctx, cloud.LaunchRequest{
+		ClientToken:      string(cl.UID),
+		CapacityType:     cloud.CapacityType(cl.Spec.CapacityType),
+		Overrides:        overrides,
+		Image:            pool.AMI,
+		ImageID:          req.ImageID,
+		InstanceProfile:  pool.InstanceProfile,
+		SecurityGroupIDs: req.SecurityGroupIDs,
+		NodeLabels:       nodeshape.NodeLabels(pool, cl.Spec.CapacityType),
+		NodeTaints:       nodeshape.RegistrationTaints(pool),
+		Tags:             nodeshape.Tags(c.Args.ClusterName, pool.Name, cl.Name),
+		TemplateTags:     nodeshape.TemplateTags(pool),
+	})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if res.Instance == nil {
+		msgs := make([]string, 0, len(res.Errors))
+		for _, e := range res.Errors {
+			msgs = append(msgs, e.Error())
+		}
+		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
+	}
+	return res.Instance, c.price(ctx, res.Instance), res.Errors, nil
+}
+
+// request returns the claim's launch request as its first attempt resolved it: the image and
+// network are resolved from the pool once, and recorded on the claim before anything is sent,
+// so that every later attempt with the claim's client token (a retry, or the resume after a
+// crash that lost EC2's answer) sends the same request and gets the first attempt's instance.
+// Resolved anew, an image alias released meanwhile or a changed subnet would make EC2 refuse
+// the token (IdempotentParameterMismatch), which the provider can only answer by searching
+// for the instance by its tags.
+func (c *Controller) request(ctx context.Context, cl *v1alpha1.Claim, pool *config.Pool) (*v1alpha1.LaunchRequest, error) {
+	if cl.Status.Request != nil {
+		return cl.Status.Request, nil
+	}
+	nw, err := c.Offerings.Network(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var subnets []string
+	for _, s := range nw.Subnets {
+		if s.Zone == cl.Spec.Zone {
+			subnets = append(subnets, s.ID)
+		}
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, cl.Spec.Zone)
+	}
+	image, err := c.Cloud.ResolveImage(ctx, pool.AMI, cl.Spec.InstanceTypes)
+	if err != nil {
+		return nil, err
+	}
+	resolved := &v1alpha1.LaunchRequest{ImageID: image, SubnetIDs: subnets, SecurityGroupIDs: slices.Clone(nw.Groups)}
+	// On the claim's newest version: an attempt of another process may have recorded its own
+	// first, and then that one is the request.
+	updated, err := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
+		if st.Request == nil {
+			st.Request = resolved
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording the launch request on claim %s: %w", cl.Name, err)
+	}
+	return updated.Status.Request, nil
+}
+
+// price is the instance's price per hour in its zone and capacity type (0 if the catalog lacks it).
+func (c *Controller) price(ctx context.Context, inst *cloud.Instance) float64 {
+	it, ok, err := c.Cloud.InstanceType(ctx, inst.Type)
+	if err != nil || !ok {
+		return 0
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == inst.Zone && o.CapacityType == inst.CapacityType {
+			return o.PricePerHour
+		}
+	}
+	return 0
+}
