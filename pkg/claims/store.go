@@ -205,6 +205,18 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return err
 }
 
+// Terminate deletes a claim with its termination finalizer on: the lifecycle's termination stage
+// terminates its instance (if the claim's own) and removes its node before the claim goes. It is
+// how consolidation and interruption hand a claim over once they have decided it goes. A claim
+// already gone is not an error.
+func (s *Store) Terminate(ctx context.Context, name string) error {
+	err := s.client.Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 // RemoveFinalizer takes Tailor's termination finalizer off the claim (a claim already deleting
 // then goes).
 func (s *Store) RemoveFinalizer(ctx context.Context, name string) error {

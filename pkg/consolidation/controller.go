@@ -314,6 +314,9 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 func (c *Controller) triage(ctx context.Context, s *snapshot, podsOn map[string][]*corev1.Pod, reserved map[string]bool) (candidates []*ownedNode, draining bool) {
 	for _, o := range s.owned {
 		switch {
+		case lifecycle.Drained(o.node):
+			// Handed over: the lifecycle terminates it.
+			reserved[o.node.Name] = true
 		case instanceGoing(o.node):
 			// Stopping or terminating: nothing to drain, nothing to wait for.
 			reserved[o.node.Name] = true

@@ -17,12 +17,11 @@ import (
 )
 
 // A drain is: taint and cordon the node (mark) → evict its pods through the Eviction API, which
-// honours PodDisruptionBudgets (evictStep, once per pass, until the pods are gone) → terminate
-// the instance → delete the Node → delete the claim (finish). The taint and its annotation are
+// honours PodDisruptionBudgets (evictStep, once per pass, until the pods are gone) → delete the
+// claim and mark the node drained (finish), which hands it to the lifecycle's termination stage:
+// terminate the instance, delete the Node, let the claim go. The taint and its annotations are
 // the drain's whole state: after a crash at any step the next leader finds the tainted node and
-// carries on, or, past the timeout, rolls the taint back. A crash between terminating and
-// deleting the claim leaves a Registered claim without instance or node, which the lifecycle
-// controller removes.
+// carries on, or, past the timeout, rolls the taint back; a drained node is the lifecycle's.
 
 // evictTimeout bounds one eviction request.
 const evictTimeout = 10 * time.Second
@@ -130,10 +129,13 @@ func (c *Controller) evictAll(ctx context.Context, o *ownedNode, pods []*corev1.
 	}
 }
 
-// finish terminates the instance, then deletes the Node and the claim (their termination
-// finalizers off). With checkPods it first asks the API server, not the cache, whether a pod is
-// still on the node: one bound just before the cordon would die with the instance. (Without:
-// the instance is already gone, and its pods with it.)
+// finish hands a drained node over to the lifecycle's termination stage, which terminates the
+// instance (only if its own tags name the claim), deletes the Node and lets the claim go: the
+// claim is deleted with its finalizer on (claims.Store.Terminate), then the node marked drained.
+// With checkPods it first asks the API server, not the cache, whether a pod is still on the
+// node: one bound just before the cordon would die with the instance. (Without: the instance is
+// already gone, and its pods with it.) A crash between the two writes leaves a deleted claim whose
+// node is not marked: the next pass drains it again, finds it empty and marks it.
 func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
 	if checkPods {
@@ -151,31 +153,18 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 			}
 		}
 	}
-	if id := o.claim.Status.InstanceID; id != "" {
-		cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
-		defer cancel()
-		// Only the claim's own instance is terminated (lifecycle.InstanceOf).
-		ins, err := c.Cloud.Instances(cctx, map[string]string{v1alpha1.TagClaim: o.claim.Name})
-		if err != nil {
-			logger.Error(err, "Cannot describe the instance; will retry", "instance", id)
-			return
-		}
-		for _, in := range ins {
-			if !lifecycle.InstanceOf(o.claim, in) {
-				continue
-			}
-			if err := c.Cloud.Terminate(cctx, id); err != nil {
-				logger.Error(err, "Cannot terminate; will retry", "instance", id)
-				return
-			}
-		}
-	}
-	if err := lifecycle.DeleteNode(ctx, c.Client, o.node.Name); err != nil {
-		logger.Error(err, "Cannot delete node; will retry")
+	if err := c.Claims.Terminate(ctx, o.claim.Name); err != nil {
+		logger.Error(err, "Cannot delete claim; will retry")
 		return
 	}
-	if err := c.Claims.Delete(ctx, o.claim.Name); err != nil && !apierrors.IsNotFound(err) {
-		logger.Error(err, "Cannot delete claim; the lifecycle controller will")
+	if _, err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationDrained] = c.now().UTC().Format(time.RFC3339)
+	}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Cannot mark node drained; will retry")
+		return
 	}
 	method := "unknown"
 	if lifecycle.Deleting(o.claim, o.node) {
@@ -189,7 +178,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	}
 	removed.WithLabelValues(method).Inc()
 	saved.Add(o.price)
-	logger.Info("Node removed", "method", method, "instance", o.claim.Status.InstanceID, "savedPerHour", o.price)
+	logger.Info("Node drained; handed over for termination", "method", method, "instance", o.claim.Status.InstanceID, "savedPerHour", o.price)
 }
 
 // disruptedBy is the method whose decision tainted the node ("" if none did).

@@ -14,6 +14,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/claims"
+	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // An update answered with no error and no node (seen as the leader lost its lease mid-call) is
@@ -67,5 +70,37 @@ func TestDrainOfNodeThatGainedAPod(t *testing.T) {
 				t.Errorf("eviction asked: %v, want %v", evicted, tt.wantEvict)
 			}
 		})
+	}
+}
+
+// A drained node is handed over, not terminated here: its claim is deleted with its termination
+// finalizer on (the lifecycle's termination stage terminates the instance and lets the claim go)
+// and the node is marked drained; the loop calls no cloud API for it.
+func TestFinishHandsTheNodeOver(t *testing.T) {
+	now := time.Now()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{v1alpha1.AnnotationDisruptingSince: now.UTC().Format(time.RFC3339)}},
+		Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: v1alpha1.TaintDisrupting, Value: methodDelete, Effect: corev1.TaintEffectNoSchedule}}}}
+	claim := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1alpha1.FinalizerTermination}},
+		Status: v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimRegistered, InstanceID: "i-1", NodeName: "n"}}
+	client := fake.NewClientset(node)
+	claimsClient := claimstest.NewClientset(claim)
+	c := &Controller{Client: client, Claims: claims.NewStoreForClient(claimsClient), Recorder: events.NewFakeRecorder(10),
+		Clock: testingclock.NewFakePassiveClock(now), DrainTimeout: time.Minute}
+
+	c.finish(context.Background(), &ownedNode{node: node, claim: claim}, true)
+
+	got, err := claimsClient.TailorV1alpha1().Claims().Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the claim is gone (%v): its finalizer is the termination stage's to take off", err)
+	}
+	if got.DeletionTimestamp == nil {
+		t.Error("the drained node's claim is not being deleted")
+	}
+	n, err := client.CoreV1().Nodes().Get(context.Background(), "n", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lifecycle.Drained(n) {
+		t.Errorf("the node is not marked drained: annotations %v", n.Annotations)
 	}
 }

@@ -2,7 +2,6 @@ package consolidation
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,16 +11,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
-	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // Interruptions: EC2 takes an instance away whatever Tailor does (pkg/interruption reads the
 // warnings). The node is annotated with why and since when, and the loop does the rest with
 // the paths it has: replacements first when the pods need new capacity (launchReplacements, the
 // replacement of any consolidation), then the drain once they are up, through the Eviction API
-// with PodDisruptionBudgets honoured (forcedDrainStep: never rolled back, no budget, do-not-disrupt
-// pods evicted too, as the instance goes anyway), then the termination. An instance already
-// stopping or terminating has nothing left to save: its node and claim go at once.
+// with PodDisruptionBudgets honoured (forcedDrainStep: never rolled back, no budget,
+// do-not-disrupt pods evicted too, as the instance goes anyway), then the lifecycle's
+// termination. An instance already stopping or terminating has nothing left to save: its node
+// and claim are handed to the termination at once.
 
 // methodInterruption is the disruption method of an interrupted node.
 const methodInterruption = "interruption"
@@ -63,7 +62,7 @@ func (c *Controller) impatient(n *corev1.Node) bool {
 // says whether anything new happens: false for a node already marked, so a repeated message
 // does nothing. Before anything new happens, first is called: the caller marks the offering
 // unavailable there, before the loop can plan replacements onto it. A claim whose node has not
-// registered carries no pods: its instance is terminated and the claim deleted at once (its
+// registered carries no pods: it is handed to the lifecycle's termination stage at once (its
 // waiting pods are planned again). The caller has checked that the claim is Tailor's; the
 // instance is terminated only if its own tags name the claim.
 func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, first func()) (bool, error) {
@@ -79,16 +78,11 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 			return false, nil // being removed already
 		}
 		first()
-		if id := cl.Status.InstanceID; id != "" {
-			if err := c.terminateOwned(ctx, cl); err != nil {
-				return false, err
-			}
-		}
-		if err := c.Claims.Delete(ctx, cl.Name); err != nil {
+		if err := c.Claims.Terminate(ctx, cl.Name); err != nil {
 			return false, err
 		}
 		removed.WithLabelValues(methodInterruption).Inc()
-		logger.Info("Removed interrupted claim before its node registered", "instance", cl.Status.InstanceID)
+		logger.Info("Interrupted claim handed over for termination before its node registered", "instance", cl.Status.InstanceID)
 		return true, nil
 	}
 	// A repeated message writes nothing: a stop or termination overrides a warning (nothing is
@@ -121,23 +115,6 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 	c.Recorder.Eventf(n, nil, corev1.EventTypeWarning, "Interrupted", "Interrupt", "EC2 is taking this node's instance away (%s): Tailor replaces and drains it", kind)
 	c.Prompt()
 	return true, nil
-}
-
-// terminateOwned terminates the instance the claim recorded (callers check there is one), if it
-// is the claim's (lifecycle.InstanceOf).
-func (c *Controller) terminateOwned(ctx context.Context, cl *v1alpha1.Claim) error {
-	cctx, cancel := context.WithTimeout(ctx, cloudTimeout)
-	defer cancel()
-	ins, err := c.Cloud.Instances(cctx, map[string]string{v1alpha1.TagClaim: cl.Name})
-	if err != nil {
-		return fmt.Errorf("describing instance %s: %w", cl.Status.InstanceID, err)
-	}
-	for _, in := range ins {
-		if lifecycle.InstanceOf(cl, in) {
-			return c.Cloud.Terminate(cctx, in.ID)
-		}
-	}
-	return nil
 }
 
 // interruptedDecision is the decision of an interrupted node: every pod but those that stay

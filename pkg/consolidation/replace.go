@@ -28,14 +28,14 @@ func (c *Controller) launchReplacements(ctx context.Context, d decision) bool {
 		names = append(names, n.node.Name)
 	}
 	// A group is recorded whole or not at all. The lifecycle launches each claim as it sees it,
-	// so a claim of a group that then failed may have launched: its deletion terminates it.
+	// so a claim of a group that then failed may have launched: the termination stage ends it.
 	var recorded []*v1alpha1.Claim
 	for _, pn := range d.replacements {
 		cl, err := c.Replacements.RecordReplacement(ctx, pn, names, len(d.replacements))
 		if err != nil {
 			logger.Info("Cannot launch a replacement; the nodes stay", "nodes", names, "err", err)
 			for _, r := range recorded {
-				_ = c.Claims.Delete(ctx, r.Name)
+				_ = c.Claims.Terminate(ctx, r.Name) // launched already, the lifecycle terminates it
 			}
 			return false
 		}

@@ -5,10 +5,11 @@
 // matched to its claim by providerID and given the labels and taints the plan promised; a node
 // that never registers is given up), initialization (the node Ready without startup taints),
 // liveness (claims whose instance vanished, tagged instances no claim owns) and termination
-// (deleted claims and nodes; InstanceOf is the one test before an instance is terminated for a
-// claim). templates.go deletes launch templates no pool or claim uses. The controller launches
-// claims and registers nodes from their events, and runs the other stages from a periodic sweep
-// over every claim.
+// (deleted claims and nodes: once consolidation has drained a node, its instance, Node and claim;
+// InstanceOf is the one test before an instance is terminated for a claim). It alone terminates
+// instances and deletes Nodes. templates.go deletes launch templates no pool or claim uses. The
+// controller launches claims, registers nodes and terminates claims from their events, and runs
+// every stage from a periodic sweep over every claim as well.
 package lifecycle
 
 import (
@@ -81,6 +82,7 @@ type Controller struct {
 	// reach the current run's queue and context through enqueue and launchRecorded.
 	mu           sync.Mutex
 	queue        workqueue.TypedRateLimitingInterface[string]
+	terminations workqueue.TypedRateLimitingInterface[string]
 	runCtx       context.Context
 	handlersOnce sync.Once
 	handlersErr  error
@@ -92,6 +94,16 @@ func (c *Controller) enqueue(name string) {
 	c.mu.Unlock()
 	if q != nil {
 		q.Add(name)
+	}
+}
+
+// enqueueTermination queues the named claim for the termination stage.
+func (c *Controller) enqueueTermination(claim string) {
+	c.mu.Lock()
+	q := c.terminations
+	c.mu.Unlock()
+	if q != nil && claim != "" {
+		q.Add(claim)
 	}
 }
 
@@ -133,16 +145,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.lastTemplateGC = time.Time{}
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-registration"})
+	terminations := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "tailor-termination"})
 	// Launches end with the run: one cut short leaves its claim Pending for the next leader.
 	ctx, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
-	c.queue, c.runCtx = queue, ctx
+	c.queue, c.terminations, c.runCtx = queue, terminations, ctx
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.queue, c.runCtx = nil, nil
+		c.queue, c.terminations, c.runCtx = nil, nil, nil
 		c.mu.Unlock()
 		queue.ShutDown()
+		terminations.ShutDown()
 		cancel()
 		c.launches.stop()
 	}()
@@ -162,15 +177,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 
 	var workers sync.WaitGroup
-	for i := 0; i < registrationWorkers; i++ {
+	for i := 0; i < registrationWorkers+terminationWorkers; i++ {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			c.worker(ctx, queue)
+			if i < registrationWorkers {
+				c.worker(ctx, queue, "node", c.register)
+			} else {
+				c.worker(ctx, terminations, "claim", c.terminate)
+			}
 		}()
 	}
 	wait.UntilWithContext(ctx, c.sweep, c.SweepPeriod)
 	queue.ShutDown()
+	terminations.ShutDown()
 	workers.Wait()
 	return nil
 }
@@ -179,6 +199,9 @@ func (c *Controller) addHandlers() error {
 	enqueueNode := func(obj interface{}) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
 			c.enqueue(n.Name)
+			if Drained(n) {
+				c.enqueueTermination(n.Labels[v1alpha1.LabelClaim])
+			}
 		}
 	}
 	if _, err := c.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -190,8 +213,12 @@ func (c *Controller) addHandlers() error {
 	return c.Claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { c.launchRecorded(obj.(*v1alpha1.Claim)) },
 		UpdateFunc: func(_, obj interface{}) {
-			if cl := obj.(*v1alpha1.Claim); cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
+			cl := obj.(*v1alpha1.Claim)
+			if cl.Status.Phase == v1alpha1.ClaimLaunched && cl.Status.NodeName != "" {
 				c.enqueue(cl.Status.NodeName)
+			}
+			if cl.DeletionTimestamp != nil {
+				c.enqueueTermination(cl.Name)
 			}
 		},
 	})
@@ -199,16 +226,22 @@ func (c *Controller) addHandlers() error {
 
 // registrationWorkers register nodes side by side: a batch's claims come up together, and
 // each registration is several API calls (node labels and taints, the claim's status).
-const registrationWorkers = 8
+// terminationWorkers terminate claims side by side (a cloud call and a few API calls each).
+const (
+	registrationWorkers = 8
+	terminationWorkers  = 2
+)
 
-func (c *Controller) worker(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]) {
+// worker does the queue's work with do until the queue shuts down; a failure is retried with
+// the queue's backoff. kind names the queued objects in the log.
+func (c *Controller) worker(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], kind string, do func(context.Context, string) error) {
 	for {
 		name, quit := queue.Get()
 		if quit {
 			return
 		}
-		if err := c.register(ctx, name); err != nil {
-			klog.FromContext(ctx).V(2).Info("Registration will be retried", "node", name, "err", err)
+		if err := do(ctx, name); err != nil {
+			klog.FromContext(ctx).V(2).Info("Will retry", kind, name, "err", err)
 			queue.AddRateLimited(name)
 		} else {
 			queue.Forget(name)
@@ -260,7 +293,11 @@ func (c *Controller) sweep(ctx context.Context) {
 		}
 	}
 	for _, cl := range cls {
-		if cl.DeletionTimestamp != nil && cl.Status.Phase != v1alpha1.ClaimRegistered {
+		if cl.DeletionTimestamp != nil && cl.Status.Phase == v1alpha1.ClaimRegistered {
+			c.terminateDrained(ctx, cl, running)
+			continue
+		}
+		if cl.DeletionTimestamp != nil {
 			c.removeDeletedClaim(ctx, cl, running, nodeOf)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -77,6 +78,66 @@ func TestRemoveDeletedClaim(t *testing.T) {
 			h.c.removeDeletedClaim(context.Background(), cl, h.live(t), nodeOf)
 			if got := h.claimGone(t, "a"); got != tc.removed {
 				t.Errorf("claim removed: %v, want %v", got, tc.removed)
+			}
+			for _, in := range tc.instances {
+				if got, want := !h.running(t, in.ID), slices.Contains(tc.terminated, in.ID); got != want {
+					t.Errorf("%s terminated: %v, want %v", in.ID, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A Registered claim being deleted is terminated once its drain is over (its node marked
+// drained) or its node is gone: its own instance ends, its Node goes, then the claim. Until then
+// the node is the drain's, and an instance the claim does not own is never terminated.
+func TestTerminateDrained(t *testing.T) {
+	drainedNode := func() *corev1.Node {
+		n := nodeFor("n", "i-1", true)
+		n.Labels = map[string]string{v1alpha1.LabelClaim: "a"}
+		n.Annotations = map[string]string{v1alpha1.AnnotationDrained: testNow.Format(time.RFC3339)}
+		n.Finalizers = []string{v1alpha1.FinalizerTermination}
+		return n
+	}
+	tests := []struct {
+		name      string
+		node      *corev1.Node
+		instances []cloud.Instance
+		// done: the claim and its node are gone; terminated: the instances ended.
+		done       bool
+		terminated []string
+	}{
+		{name: "drained: instance, node and claim go", node: drainedNode(), instances: []cloud.Instance{instanceOf("i-1", "a", testNow)},
+			done: true, terminated: []string{"i-1"}},
+		{name: "still draining: the drain's", node: nodeFor("n", "i-1", true), instances: []cloud.Instance{instanceOf("i-1", "a", testNow)}},
+		{name: "its node gone: the instance and the claim go", instances: []cloud.Instance{instanceOf("i-1", "a", testNow)},
+			done: true, terminated: []string{"i-1"}},
+		{name: "drained, its instance gone already", node: drainedNode(), done: true},
+		{name: "drained, the recorded instance tagged with another claim: not terminated", node: drainedNode(),
+			instances: []cloud.Instance{instanceOf("i-1", "b", testNow)}, done: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := claimIn("a", v1alpha1.ClaimRegistered, "i-1", testNow, testNow)
+			cl.Status.NodeName = "n"
+			cl.DeletionTimestamp = &metav1.Time{Time: testNow}
+			var nodes []*corev1.Node
+			if tc.node != nil {
+				nodes = append(nodes, tc.node)
+			}
+			h := newHarness(t, []*v1alpha1.Claim{cl}, nodes, tc.instances)
+			waitUntil(t, "the claim in the cache", func() bool { _, ok := h.c.Claims.Get("a"); return ok })
+			if err := h.c.terminate(context.Background(), "a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.claimGone(t, "a"); got != tc.done {
+				t.Errorf("claim gone: %v, want %v", got, tc.done)
+			}
+			if tc.node != nil {
+				_, err := h.kube.CoreV1().Nodes().Get(context.Background(), "n", metav1.GetOptions{})
+				if gone := apierrors.IsNotFound(err); gone != tc.done {
+					t.Errorf("node gone: %v (%v), want %v", gone, err, tc.done)
+				}
 			}
 			for _, in := range tc.instances {
 				if got, want := !h.running(t, in.ID), slices.Contains(tc.terminated, in.ID); got != want {

@@ -41,6 +41,11 @@ const (
 	// rollback leaves the cordon in place.
 	AnnotationWasCordoned = Group + "/was-cordoned"
 
+	// AnnotationDrained on a node (RFC 3339: since when) says its drain is over and its claim is
+	// being deleted: the lifecycle's termination stage terminates the instance, deletes the Node
+	// and lets the claim go. The drain decides (consolidation), termination carries it out.
+	AnnotationDrained = Group + "/drained"
+
 	// FinalizerTermination is on every claim and every node Tailor registered: deleting either
 	// (kubectl delete claim/node) drains the node through the Eviction API, PodDisruptionBudgets
 	// respected, and terminates the instance before the objects go.
