@@ -48,6 +48,17 @@ func newRolloutWorld(t *testing.T, replicas int32) *rolloutWorld {
 	return &rolloutWorld{t: t, fw: fw, factory: factory, rs: rs, lister: l}
 }
 
+// newRolloutProvisioner is a Provisioner of a reservations world whose pods and workloads are a
+// rollout world's: a ReplicaSet web wanting replicas pods.
+func newRolloutProvisioner(t *testing.T, replicas int32) (*rolloutWorld, *reservationsWorld, *Provisioner) {
+	t.Helper()
+	w := newRolloutWorld(t, replicas)
+	lw := newReservationsWorld(t)
+	o := lw.l.Options
+	o.Rollouts, o.Pods = w.lister, w.factory.Core().V1().Pods().Lister()
+	return w, lw, New(o)
+}
+
 // pod is a pending pod of the ReplicaSet, in the caches, as the batch holds it.
 func (w *rolloutWorld) pod(i int) *planning.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("web-%d", i)),
@@ -166,11 +177,7 @@ func TestWantedForExpectedPods(t *testing.T) {
 // Pods of a rollout planned whole take the room planned for them on claims whose nodes have not
 // registered, as many as each planned, instead of being planned anew; the rest are returned.
 func TestFillExpected(t *testing.T) {
-	w := newRolloutWorld(t, 10)
-	lw := newReservationsWorld(t)
-	o := lw.l.Options
-	o.Rollouts, o.Pods = w.lister, w.factory.Core().V1().Pods().Lister()
-	p := New(o)
+	w, lw, p := newRolloutProvisioner(t, 10)
 	first := w.pod(0)
 	c := lw.claim(t, "web-room")
 	c.Spec.Pods = []v1alpha1.PodRef{{Namespace: "ns", Name: first.Pod.Name, UID: string(first.Pod.UID)}}

@@ -24,6 +24,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/claims/claimstest"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/fake"
+	claimsfake "github.com/tailor-eks/tailor/pkg/generated/clientset/versioned/fake"
 	"github.com/tailor-eks/tailor/pkg/ledger"
 	"github.com/tailor-eks/tailor/pkg/offerings"
 	"github.com/tailor-eks/tailor/pkg/planning"
@@ -31,9 +32,10 @@ import (
 
 // reservationsWorld is a Reservations on the fake cloud, a fake claims API and a pod lister.
 type reservationsWorld struct {
-	l     *Reservations
-	cloud *fake.Provider
-	pods  cache.Indexer
+	l      *Reservations
+	cloud  *fake.Provider
+	claims *claimsfake.Clientset
+	pods   cache.Indexer
 }
 
 func newReservationsWorld(t *testing.T) *reservationsWorld {
@@ -43,9 +45,10 @@ func newReservationsWorld(t *testing.T) *reservationsWorld {
 		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
 		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(claimstest.NewClientset()), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
+	cs := claimstest.NewClientset()
+	o := Options{Args: args, Cloud: fc, Claims: claims.NewStoreForClient(cs), Ledger: ledger.New(), Recorder: events.NewFakeRecorder(100),
 		Pods: corelisters.NewPodLister(pods), Activate: func([]*corev1.Pod) {}, Offerings: offerings.New(offerings.Options{Args: args, Cloud: fc})}
-	return &reservationsWorld{l: NewReservations(o), cloud: fc, pods: pods}
+	return &reservationsWorld{l: NewReservations(o), cloud: fc, claims: cs, pods: pods}
 }
 
 // claim records a claim for one pending pod, as Record would.
