@@ -210,7 +210,20 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 // how consolidation and interruption hand a claim over once they have decided it goes. A claim
 // already gone is not an error.
 func (s *Store) Terminate(ctx context.Context, name string) error {
-	err := s.client.Delete(ctx, name, metav1.DeleteOptions{})
+	// A claim without the finalizer (stripped by hand, or from before finalizers) would go at
+	// once, and its instance with nobody left to terminate it: it gets the finalizer first.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := s.client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || c.DeletionTimestamp != nil || slices.Contains(c.Finalizers, v1alpha1.FinalizerTermination) {
+			return err
+		}
+		c.Finalizers = append(c.Finalizers, v1alpha1.FinalizerTermination)
+		_, err = s.client.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	})
+	if err == nil {
+		err = s.client.Delete(ctx, name, metav1.DeleteOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -127,3 +127,36 @@ func TestUpdateFromReadsOnlyAfterAConflict(t *testing.T) {
 		})
 	}
 }
+
+// Terminate hands a claim to the lifecycle's termination: it is deleted with its finalizer on,
+// even one that had lost it (it would otherwise go at once and leave its instance to nobody),
+// and a claim already gone is no error.
+func TestTerminateKeepsTheFinalizer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+	}{
+		{"with the finalizer", []string{v1alpha1.FinalizerTermination}},
+		{"without it", nil},
+		{"with someone else's only", []string{"example.com/other"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			client := claimstest.NewClientset(&v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: tc.finalizers}})
+			s := NewStoreForClient(client)
+			if err := s.Terminate(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.TailorV1alpha1().Claims().Get(ctx, "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the claim is gone (%v): its termination finalizer should hold it", err)
+			}
+			if got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, v1alpha1.FinalizerTermination) {
+				t.Errorf("deleting %v, finalizers %v; want deleting with %s", got.DeletionTimestamp != nil, got.Finalizers, v1alpha1.FinalizerTermination)
+			}
+			if err := s.Terminate(ctx, "missing"); err != nil {
+				t.Errorf("terminating a claim already gone: %v", err)
+			}
+		})
+	}
+}

@@ -317,6 +317,7 @@ func (c *Controller) triage(ctx context.Context, s *snapshot, podsOn map[string]
 		case lifecycle.Drained(o.node):
 			// Handed over: the lifecycle terminates it.
 			reserved[o.node.Name] = true
+			c.handOver(ctx, o)
 		case instanceGoing(o.node):
 			// Stopping or terminating: nothing to drain, nothing to wait for.
 			reserved[o.node.Name] = true

@@ -131,11 +131,11 @@ func (c *Controller) evictAll(ctx context.Context, o *ownedNode, pods []*corev1.
 
 // finish hands a drained node over to the lifecycle's termination stage, which terminates the
 // instance (only if its own tags name the claim), deletes the Node and lets the claim go: the
-// claim is deleted with its finalizer on (claims.Store.Terminate), then the node marked drained.
+// node is marked drained, then the claim deleted with its finalizer on (claims.Store.Terminate).
 // With checkPods it first asks the API server, not the cache, whether a pod is still on the
 // node: one bound just before the cordon would die with the instance. (Without: the instance is
-// already gone, and its pods with it.) A crash between the two writes leaves a deleted claim whose
-// node is not marked: the next pass drains it again, finds it empty and marks it.
+// already gone, and its pods with it.) After a crash between the two writes, the next pass finds
+// the node marked and deletes the claim (handOver).
 func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	logger := klog.FromContext(ctx).WithValues("node", o.node.Name, "claim", o.claim.Name)
 	if checkPods {
@@ -153,10 +153,6 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 			}
 		}
 	}
-	if err := c.Claims.Terminate(ctx, o.claim.Name); err != nil {
-		logger.Error(err, "Cannot delete claim; will retry")
-		return
-	}
 	if _, err := c.updateNode(ctx, o.node.Name, func(n *corev1.Node) {
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
@@ -164,6 +160,10 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 		n.Annotations[v1alpha1.AnnotationDrained] = c.now().UTC().Format(time.RFC3339)
 	}); err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Cannot mark node drained; will retry")
+		return
+	}
+	if err := c.Claims.Terminate(ctx, o.claim.Name); err != nil {
+		logger.Error(err, "Cannot delete claim; the next pass will")
 		return
 	}
 	method := "unknown"
@@ -179,6 +179,17 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 	removed.WithLabelValues(method).Inc()
 	saved.Add(o.price)
 	logger.Info("Node drained; handed over for termination", "method", method, "instance", o.claim.Status.InstanceID, "savedPerHour", o.price)
+}
+
+// handOver deletes the claim of a node marked drained if that did not happen yet (a crash, or an
+// error, came between the two writes of finish).
+func (c *Controller) handOver(ctx context.Context, o *ownedNode) {
+	if o.claim.DeletionTimestamp != nil {
+		return
+	}
+	if err := c.Claims.Terminate(ctx, o.claim.Name); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot delete the drained node's claim; will retry", "node", o.node.Name, "claim", o.claim.Name)
+	}
 }
 
 // disruptedBy is the method whose decision tainted the node ("" if none did).

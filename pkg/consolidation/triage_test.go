@@ -122,6 +122,16 @@ func TestTriage(t *testing.T) {
 					t.Errorf("the pass wrote %v for a node handed over", tw.kube.Actions())
 				}
 			}},
+		{name: "marked drained, its claim not deleted yet (a crash came between): the claim is deleted", opts: []nodeOpt{initialized, disrupting,
+			annotated(v1alpha1.AnnotationDrained, time.Now().UTC().Format(time.RFC3339))},
+			check: func(t *testing.T, tw *triageWorld) {
+				if !tw.claimDeleting(t) {
+					t.Error("the drained node's claim is not being deleted")
+				}
+				if got := tw.evicted(); len(got) != 0 {
+					t.Errorf("evicted %v from a node handed over", got)
+				}
+			}},
 		{name: "its claim deleted, the node empty: drained and handed over", opts: []nodeOpt{initialized, deleting}, wantDraining: true,
 			check: func(t *testing.T, tw *triageWorld) {
 				if n := tw.node(t); !lifecycle.Drained(n) || disruptedBy(n) != methodDeleted {

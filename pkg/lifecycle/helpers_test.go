@@ -33,12 +33,11 @@ var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 // harness is a Controller on fakes: the cloud, the claims' typed clientset (read through the
 // store, as in production), a Kubernetes clientset and a node lister over the same nodes.
 type harness struct {
-	c         *Controller
-	cloud     *cloudfake.Provider
-	offerings *offerings.Cache
-	claims    *claimsfake.Clientset
-	kube      *fake.Clientset
-	demand    *fakeDemand
+	c      *Controller
+	cloud  *cloudfake.Provider
+	claims *claimsfake.Clientset
+	kube   *fake.Clientset
+	demand *fakeDemand
 }
 
 // newHarness starts a controller's stores on the claims, nodes and instances given.
@@ -51,7 +50,7 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	h := &harness{cloud: cloudfake.New([]cloud.InstanceType{{Name: "m5.large", Arch: "amd64", VCPUs: 2, MemoryMiB: 8192,
 		Offerings: []cloud.Offering{{Zone: "us-east-1a", CapacityType: cloud.OnDemand, PricePerHour: 0.096}, {Zone: "us-east-1a", CapacityType: cloud.Spot, PricePerHour: 0.04}}}},
 		[]cloud.Subnet{{ID: "subnet-a", Zone: "us-east-1a", AvailableIPs: 100}}, []string{"sg-1"}),
-		claims: claimstest.NewClientset(objs...), demand: &fakeDemand{unwanted: map[string]bool{}, waits: map[string]bool{}}}
+		claims: claimstest.NewClientset(objs...), demand: &fakeDemand{unwanted: map[string]bool{}, waits: map[string]bool{}, waiting: map[string][]*corev1.Pod{}}}
 	for _, in := range instances {
 		h.cloud.AddInstance(in)
 	}
@@ -72,9 +71,8 @@ func newHarness(t *testing.T, cls []*v1alpha1.Claim, nodes []*corev1.Node, insta
 	}
 	args := &config.TailorArgs{ClusterName: "c", RegistrationTimeout: metav1.Duration{Duration: 15 * time.Minute},
 		Pools: []config.Pool{{Name: "default", AMI: "al2023", InstanceProfile: "node", CapacityTypes: []string{"on-demand", "spot"}}}}
-	h.offerings = offerings.New(offerings.Options{Args: args, Cloud: h.cloud})
 	h.c = &Controller{
-		Args: args, Cloud: h.cloud, Claims: store, Demand: h.demand, Offerings: h.offerings, Client: h.kube,
+		Args: args, Cloud: h.cloud, Claims: store, Demand: h.demand, Offerings: offerings.New(offerings.Options{Args: args, Cloud: h.cloud}), Client: h.kube,
 		Nodes: corelisters.NewNodeLister(indexer), Recorder: events.NewFakeRecorder(100), OrphanGrace: DefaultOrphanGrace,
 		Clock: clocktesting.NewFakePassiveClock(testNow),
 	}
@@ -125,12 +123,19 @@ func (h *harness) live(t *testing.T) map[string]cloud.Instance {
 	return out
 }
 
-// fakeDemand wants every claim but those it is told are unwanted, and says pods wait on the
-// claims it is told they do.
+// fakeDemand wants every claim but those it is told are unwanted, says pods wait on the claims
+// it is told they do, and lists as waiting the pods it is given per claim.
 type fakeDemand struct {
 	mu       sync.Mutex
 	unwanted map[string]bool
 	waits    map[string]bool
+	waiting  map[string][]*corev1.Pod
+}
+
+func (d *fakeDemand) Waiting(c *v1alpha1.Claim) []*corev1.Pod {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waiting[c.Name]
 }
 
 func (d *fakeDemand) Wanted(c *v1alpha1.Claim) bool {

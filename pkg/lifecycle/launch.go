@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
@@ -33,14 +34,16 @@ type Demand interface {
 	Wanted(c *v1alpha1.Claim) bool
 	// Waits says whether pods wait on the claim now.
 	Waits(claim string) bool
+	// Waiting lists the claim's pods that still wait for a node: they are told what became of
+	// its launch.
+	Waiting(c *v1alpha1.Claim) []*corev1.Pod
 }
 
-// Offerings resolves a pool's network and learns which offerings a launch found without capacity
-// (pkg/offerings' Cache implements it).
+// Offerings resolves a pool's network (pkg/offerings' Cache implements it). The offerings a
+// launch finds without capacity are recorded on the claim, and every replica's provisioning
+// leaves them out of its plans from there.
 type Offerings interface {
 	Network(ctx context.Context, pool *config.Pool) (offerings.Network, error)
-	MarkFailed(ct cloud.CapacityType, errs []cloud.OfferingError)
-	MarkCapacityTypeUnavailable(ct cloud.CapacityType, code string)
 }
 
 // retryAfterFailure is how long pods of a launch that failed for another reason (an API or
@@ -187,7 +190,12 @@ func (c *Controller) nextLaunch() (queuedLaunch, bool) {
 func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
 	logger := klog.FromContext(ctx).WithValues("claim", cl.Name)
 	ctx = klog.NewContext(ctx, logger)
-	if c.dropUnwanted(ctx, cl) {
+	// The claim as it is now: deleted, or launched by another replica, while it waited its turn,
+	// it is not launched (a deleted claim's instance would only be terminated again).
+	if cur, ok := c.Claims.Get(cl.Name); ok {
+		cl = cur
+	}
+	if cl.DeletionTimestamp != nil || !pending(cl) || c.dropUnwanted(ctx, cl) {
 		return
 	}
 	if ctx.Err() != nil {
@@ -196,16 +204,15 @@ func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
 	inst, price, offeringErrs, err := c.createInstance(ctx, cl)
-	c.Offerings.MarkFailed(cloud.CapacityType(cl.Spec.CapacityType), offeringErrs)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down (or timed out) mid-call: EC2 may have acted. The claim stays Pending
 		// and is resumed with the same client token, which returns any instance launched.
 		logger.Info("Launch interrupted; it will be resumed", "err", err)
 	case err != nil:
-		c.launchFailed(ctx, cl, err, len(offeringErrs) > 0)
+		c.launchFailed(ctx, cl, err, offeringErrs)
 	default:
-		c.launched(ctx, cl, inst, price)
+		c.launched(ctx, cl, inst, price, offeringErrs)
 	}
 }
 
@@ -228,18 +235,18 @@ func (c *Controller) dropUnwanted(ctx context.Context, cl *v1alpha1.Claim) bool 
 }
 
 // launchFailed records the claim Failed, with when its pods are planned again: at once when
-// offerings without capacity (offeringsFailed) or the account's spot quota were the cause, since
-// those are now left out of plans; after a backoff for any other failure. If the failure cannot
-// be recorded the pods stay on the claim, which is launched again with the same client token.
-func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringsFailed bool) {
-	delay, result := retryAfterFailure, metrics.ResultFailed
+// offerings without capacity or the account's spot quota were the cause, since the claim records
+// them and every replica leaves them out of its plans; after a backoff for any other failure. If
+// the failure cannot be recorded the pods stay on the claim, which is launched again with the
+// same client token.
+func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError) {
+	delay, result, capacityType := retryAfterFailure, metrics.ResultFailed, ""
 	switch spot := cl.Spec.CapacityType == string(cloud.Spot); {
 	case spot && cloud.KindOf(err) == cloud.KindQuota:
 		// The account's spot quota: no spot offering launches until it frees up, whatever
 		// the type or zone. Spot is left out of plans for a while and the pods are planned
 		// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
-		c.Offerings.MarkCapacityTypeUnavailable(cloud.Spot, "SpotQuota")
-		delay, result = 0, metrics.ResultQuota
+		delay, result, capacityType = 0, metrics.ResultQuota, "SpotQuota"
 	case cloud.Transient(err):
 		// Claims failing together are one wave of pressure: the wait doubles once per wave.
 		backoff := c.launches.transientBackoff()
@@ -247,34 +254,50 @@ func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err e
 			backoff.Next(transientBackoffKey, now)
 		}
 		delay = backoff.Get(transientBackoffKey)
-	case offeringsFailed:
+	case len(offeringErrs) > 0:
 		delay, result = 0, metrics.ResultInsufficientCapacity
 	}
 	metrics.Launches.WithLabelValues(cl.Spec.Pool, "", cl.Spec.CapacityType, result).Inc()
 	logger := klog.FromContext(ctx)
 	logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
 	retryAt := metav1.NewTime(c.clock().Now().Add(delay))
-	_, werr := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
+	updated, werr := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
 		st.Phase, st.Message, st.RetryAt = v1alpha1.ClaimFailed, err.Error(), &retryAt
+		st.UnavailableOfferings, st.CapacityTypeUnavailable = unavailable(offeringErrs), capacityType
 	})
-	if werr != nil && !apierrors.IsNotFound(werr) {
+	switch {
+	case apierrors.IsNotFound(werr):
+	case werr != nil:
 		logger.Error(werr, "Cannot mark claim failed; it will be resumed")
+	case updated != nil:
+		for _, p := range c.Demand.Waiting(updated) {
+			c.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", cl.Name, err)
+		}
 	}
 }
 
-// launched records the claim's instance; provisioning, following the claim, sends its pods back
-// to the scheduler.
-func (c *Controller) launched(ctx context.Context, cl *v1alpha1.Claim, inst *cloud.Instance, price float64) {
+// unavailable is what the claim records of the offerings a launch found without capacity.
+func unavailable(errs []cloud.OfferingError) []v1alpha1.UnavailableOffering {
+	var out []v1alpha1.UnavailableOffering
+	for _, e := range errs {
+		out = append(out, v1alpha1.UnavailableOffering{InstanceType: e.InstanceType, Zone: e.Zone, Code: e.Code})
+	}
+	return out
+}
+
+// launched records the claim's instance (and the offerings EC2 had no capacity for before it);
+// provisioning, following the claim, sends its pods back to the scheduler.
+func (c *Controller) launched(ctx context.Context, cl *v1alpha1.Claim, inst *cloud.Instance, price float64, offeringErrs []cloud.OfferingError) {
 	logger := klog.FromContext(ctx)
 	c.launches.transientBackoff().Reset(transientBackoffKey)
 	metrics.Launches.WithLabelValues(cl.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.NewTime(c.clock().Now())
-	_, err := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
+	updated, err := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
 		*st = v1alpha1.ClaimStatus{
 			Phase: v1alpha1.ClaimLaunched, InstanceID: inst.ID, InstanceType: inst.Type, Zone: inst.Zone,
 			CapacityType: string(inst.CapacityType), PricePerHour: strconv.FormatFloat(price, 'f', 4, 64),
 			ProviderID: inst.ProviderID(), NodeName: inst.PrivateDNSName, LaunchedAt: &now,
-			Request: st.Request,
+			Request: st.Request, UnavailableOfferings: unavailable(offeringErrs),
 		}
 	})
 	if err != nil {
@@ -283,12 +306,22 @@ func (c *Controller) launched(ctx context.Context, cl *v1alpha1.Claim, inst *clo
 		logger.Error(err, "Cannot record launch; will resume", "instance", inst.ID)
 		return
 	}
-	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price)
+	if updated == nil {
+		return // no longer Pending: another replica's launch of it recorded first
+	}
+	pods := c.Demand.Waiting(updated)
+	logger.Info("Launched", "instance", inst.ID, "type", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "pricePerHour", price, "pods", len(pods))
+	for _, p := range pods {
+		c.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Launched", "Provisioning", "claim %s: launched %s %s in %s (%s, $%.4f/h) as node %s for this pod",
+			cl.Name, inst.Type, inst.ID, inst.Zone, inst.CapacityType, price, inst.PrivateDNSName)
+	}
 }
 
-// updateStatus changes a claim's status on its newest version: its spec may have grown (pods
-// added to in-flight capacity) since the caller read it. It starts from the cached claim (cl
-// until the cache has it), so a write costs a read only when that was not the newest.
+// updateStatus changes a Pending claim's status on its newest version: its spec may have grown
+// (pods added to in-flight capacity) since the caller read it. It starts from the cached claim
+// (cl until the cache has it), so a write costs a read only when that was not the newest. A
+// claim no longer Pending (another replica's launch recorded first) is left as it is: the
+// answer is nil, and no error.
 func (c *Controller) updateStatus(ctx context.Context, cl *v1alpha1.Claim, mutate func(*v1alpha1.ClaimStatus)) (*v1alpha1.Claim, error) {
 	start, ok := c.Claims.Get(cl.Name)
 	if !ok {
@@ -296,6 +329,10 @@ func (c *Controller) updateStatus(ctx context.Context, cl *v1alpha1.Claim, mutat
 	}
 	var updated *v1alpha1.Claim
 	err := c.Claims.UpdateFrom(ctx, start, func(cur *v1alpha1.Claim) error {
+		if !pending(cur) {
+			updated = nil
+			return nil
+		}
 		mutate(&cur.Status)
 		var err error
 		updated, err = c.Claims.UpdateStatus(ctx, cur)

@@ -3,19 +3,22 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
-	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
 // throttled is a throttling error as a provider reports it.
@@ -223,41 +226,91 @@ func equalRequests(a, b v1alpha1.LaunchRequest) bool {
 	return a.ImageID == b.ImageID && slices.Equal(a.SubnetIDs, b.SubnetIDs) && slices.Equal(a.SecurityGroupIDs, b.SecurityGroupIDs)
 }
 
-// An account quota refusing a spot launch leaves spot out of plans and has the claim's pods
-// planned again at once (onto on-demand, where their pool allows it). An on-demand quota marks
-// nothing: its pods are planned again after retryAfterFailure, on the same capacity type.
-func TestSpotQuotaLeavesSpotOut(t *testing.T) {
+// A failed launch records when its pods are planned again and what it found unavailable, for
+// every replica's plans to leave out: an account quota refusing spot marks the capacity type and
+// retries at once (onto on-demand, where the pool allows it); offerings without capacity are
+// named and retried at once; an on-demand quota or another error marks nothing and waits
+// retryAfterFailure. The pods still waiting are told why.
+func TestLaunchFailureRecordsWhatWasUnavailable(t *testing.T) {
+	quota := &cloud.Error{Kind: cloud.KindQuota, Err: errors.New("an account quota refused the launch")}
 	for _, tt := range []struct {
-		capacityType string
-		wantSpot     bool
-		wantRetry    time.Duration
+		name          string
+		capacityType  string
+		fail          error // the launch call's error; nil: no capacity in any offering
+		wantRetry     time.Duration
+		wantType      string
+		wantOfferings []v1alpha1.UnavailableOffering
 	}{
-		{"spot", false, 0},
-		{"on-demand", true, retryAfterFailure},
+		{name: "spot quota", capacityType: "spot", fail: quota, wantType: "SpotQuota"},
+		{name: "on-demand quota", capacityType: "on-demand", fail: quota, wantRetry: retryAfterFailure},
+		{name: "no capacity", capacityType: "on-demand",
+			wantOfferings: []v1alpha1.UnavailableOffering{{InstanceType: "m5.large", Zone: "us-east-1a", Code: "InsufficientInstanceCapacity"}}},
+		{name: "a configuration error", capacityType: "on-demand", fail: errors.New("InvalidParameterValue"), wantRetry: retryAfterFailure},
 	} {
-		t.Run(tt.capacityType, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			cl := recorded("refused")
 			cl.Spec.CapacityType = tt.capacityType
 			h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
-			ctx := context.Background()
-			h.cloud.Fail("Launch", &cloud.Error{Kind: cloud.KindQuota, Err: errors.New("an account quota refused the launch")}, 0)
-			h.c.launch(ctx, cl)
+			recorder := events.NewFakeRecorder(10)
+			h.c.Recorder = recorder
+			h.demand.waiting["refused"] = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p-refused"}}}
+			if tt.fail != nil {
+				h.cloud.Fail("Launch", tt.fail, 0)
+			} else {
+				h.cloud.SetCapacity("m5.large", "us-east-1a", cloud.CapacityType(tt.capacityType), 0)
+			}
+			h.c.launch(context.Background(), cl)
 			st := h.claim(t, cl.Name).Status
 			if st.Phase != v1alpha1.ClaimFailed || st.RetryAt == nil {
-				t.Fatalf("claim is %q (retry at %v) after the quota refused its launch, want Failed with a retry time", st.Phase, st.RetryAt)
+				t.Fatalf("claim is %q (retry at %v), want Failed with a retry time", st.Phase, st.RetryAt)
 			}
 			if got := st.RetryAt.Sub(testNow); got != tt.wantRetry {
 				t.Errorf("pods planned again %s after the failure, want %s", got, tt.wantRetry)
 			}
-			ts, err := h.offerings.Templates(ctx)
-			if err != nil {
-				t.Fatal(err)
+			if st.CapacityTypeUnavailable != tt.wantType {
+				t.Errorf("capacity type unavailable %q, want %q", st.CapacityTypeUnavailable, tt.wantType)
 			}
-			spot := slices.ContainsFunc(ts, func(tm *planning.Template) bool { return tm.Offering.CapacityType == cloud.Spot })
-			if spot != tt.wantSpot {
-				t.Errorf("spot templates offered: %v, want %v", spot, tt.wantSpot)
+			if fmt.Sprint(st.UnavailableOfferings) != fmt.Sprint(tt.wantOfferings) {
+				t.Errorf("unavailable offerings %v, want %v", st.UnavailableOfferings, tt.wantOfferings)
+			}
+			if e := <-recorder.Events; !strings.Contains(e, "ProvisioningFailed") {
+				t.Errorf("the waiting pod was told %q, want why the launch failed", e)
 			}
 		})
+	}
+}
+
+// A launch that succeeds tells the pods still waiting what was launched where for them.
+func TestLaunchedTellsTheWaitingPods(t *testing.T) {
+	h := newHarness(t, []*v1alpha1.Claim{recorded("a")}, nil, nil)
+	recorder := events.NewFakeRecorder(10)
+	h.c.Recorder = recorder
+	h.demand.waiting["a"] = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p-a"}}}
+	h.c.launch(context.Background(), recorded("a"))
+	st := h.claim(t, "a").Status
+	if len(recorder.Events) != 1 {
+		t.Fatalf("%d events, want one for the waiting pod", len(recorder.Events))
+	}
+	if e := <-recorder.Events; !strings.Contains(e, "Launched") || !strings.Contains(e, "m5.large "+st.InstanceID+" in us-east-1a (on-demand, $0.0960/h) as node "+st.NodeName) {
+		t.Errorf("event %q does not say what was launched where", e)
+	}
+}
+
+// A claim deleted, or launched by another replica, while it waited its turn is not launched.
+func TestLaunchSkipsClaimsNoLongerPending(t *testing.T) {
+	deleting := recorded("deleting")
+	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
+	launched := claimIn("launched", v1alpha1.ClaimLaunched, "i-1", testNow, testNow)
+	h := newHarness(t, []*v1alpha1.Claim{deleting, launched}, nil, nil)
+	waitUntil(t, "the claims in the cache", func() bool { return len(h.c.Claims.List()) == 2 })
+	// Queued while they were still Pending.
+	h.c.launch(context.Background(), recorded("deleting"))
+	h.c.launch(context.Background(), recorded("launched"))
+	if n := h.cloud.Launches(); n != 0 {
+		t.Errorf("%d launches, want none", n)
+	}
+	if got := h.claim(t, "launched").Status; got.Phase != v1alpha1.ClaimLaunched || got.InstanceID != "i-1" {
+		t.Errorf("the launched claim's status became %+v", got)
 	}
 }
 

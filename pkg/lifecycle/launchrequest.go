@@ -95,6 +95,9 @@ func (c *Controller) request(ctx context.Context, cl *v1alpha1.Claim, pool *conf
 	if err != nil {
 		return nil, fmt.Errorf("recording the launch request on claim %s: %w", cl.Name, err)
 	}
+	if updated == nil {
+		return nil, fmt.Errorf("claim %s is no longer pending", cl.Name)
+	}
 	return updated.Status.Request, nil
 }
 

@@ -139,7 +139,8 @@ func (c *Controller) terminate(ctx context.Context, name string) error {
 	if !ok || cl.DeletionTimestamp == nil {
 		return nil
 	}
-	ins, err := c.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClaim: name})
+	// This cluster's instances only: another cluster may have a claim of the same name.
+	ins, err := c.Cloud.Instances(ctx, map[string]string{v1alpha1.TagClusterPrefix + c.Args.ClusterName: v1alpha1.TagOwnedValue, v1alpha1.TagClaim: name})
 	if err != nil {
 		return err
 	}

@@ -126,10 +126,7 @@ func TestTerminateDrained(t *testing.T) {
 				nodes = append(nodes, tc.node)
 			}
 			h := newHarness(t, []*v1alpha1.Claim{cl}, nodes, tc.instances)
-			waitUntil(t, "the claim in the cache", func() bool { _, ok := h.c.Claims.Get("a"); return ok })
-			if err := h.c.terminate(context.Background(), "a"); err != nil {
-				t.Fatal(err)
-			}
+			h.c.terminateDrained(context.Background(), cl, h.live(t))
 			if got := h.claimGone(t, "a"); got != tc.done {
 				t.Errorf("claim gone: %v, want %v", got, tc.done)
 			}
@@ -145,5 +142,29 @@ func TestTerminateDrained(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The termination queue's path finishes a deleted claim as the sweep would, at once, and only
+// with this cluster's instances: another cluster's instance tagged with a claim of the same name
+// is not terminated.
+func TestTerminateQueued(t *testing.T) {
+	cl := claimIn("a", v1alpha1.ClaimPending, "", testNow, time.Time{})
+	cl.DeletionTimestamp = &metav1.Time{Time: testNow}
+	other := cloud.Instance{ID: "i-other", Type: "m5.large", Zone: "us-east-1a", LaunchTime: testNow,
+		Tags: map[string]string{v1alpha1.TagClusterPrefix + "another": v1alpha1.TagOwnedValue, v1alpha1.TagClaim: "a"}}
+	h := newHarness(t, []*v1alpha1.Claim{cl}, nil, []cloud.Instance{instanceOf("i-1", "a", testNow), other})
+	waitUntil(t, "the claim in the cache", func() bool { _, ok := h.c.Claims.Get("a"); return ok })
+	if err := h.c.terminate(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !h.claimGone(t, "a") {
+		t.Error("the deleted claim is still there")
+	}
+	if h.running(t, "i-1") {
+		t.Error("the claim's instance still runs")
+	}
+	if !h.running(t, "i-other") {
+		t.Error("another cluster's instance tagged with a claim of the same name was terminated")
 	}
 }

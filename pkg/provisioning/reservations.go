@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/planning"
 	"github.com/tailor-eks/tailor/pkg/rollout"
 )
@@ -185,10 +186,14 @@ func (l *Reservations) Wanted(c *v1alpha1.Claim) bool {
 // Waits says whether pods wait on the claim now.
 func (l *Reservations) Waits(claim string) bool { return l.Ledger.Waits(claim) }
 
+// Waiting lists the claim's pods that still wait for a node (unbound, the same pod).
+func (l *Reservations) Waiting(c *v1alpha1.Claim) []*corev1.Pod { return l.claimPods(c) }
+
 // Follow brings the ledger up to date with a changed claim: pods newly recorded on it wait for
 // it, its node name, once known, is theirs, and they are tried again once it launched (to be
 // nominated to its node) and once its node is initialized (see waitingOn). A failed launch
-// releases them, to be planned again at the claim's retryAt. Pods the ledger already moved
+// releases them, to be planned again at the claim's retryAt. Offerings a launch found
+// unavailable are left out of this replica's plans. Pods the ledger already moved
 // elsewhere (a re-plan) are not pulled back, and a resync without change does nothing.
 func (l *Reservations) Follow(old, cur *v1alpha1.Claim) {
 	if old.ResourceVersion == cur.ResourceVersion || old.Status.Phase == v1alpha1.ClaimFailed {
@@ -222,25 +227,18 @@ func (l *Reservations) Follow(old, cur *v1alpha1.Claim) {
 	}
 }
 
-// launched tells the claim's pods where their node is coming up and sends them back to the
-// scheduler, to be nominated to it.
+// launched leaves out of this replica's plans the offerings the launch found without capacity,
+// and sends the claim's pods back to the scheduler, to be nominated to its node.
 func (l *Reservations) launched(c *v1alpha1.Claim) {
-	pods := l.claimPods(c)
-	st := c.Status
-	for _, p := range pods {
-		l.Recorder.Eventf(p, nil, corev1.EventTypeNormal, "Launched", "Provisioning", "claim %s: launched %s %s in %s (%s, $%s/h) as node %s for this pod",
-			c.Name, st.InstanceType, st.InstanceID, st.Zone, st.CapacityType, st.PricePerHour, st.NodeName)
-	}
-	l.Activate(pods)
+	l.markUnavailable(c)
+	l.Activate(l.claimPods(c))
 }
 
-// launchFailed releases the pods of a claim whose launch failed, tells them why, and has them
-// planned again at the claim's retryAt.
+// launchFailed leaves out of this replica's plans what the launch found unavailable, releases
+// the claim's pods and has them planned again at the claim's retryAt.
 func (l *Reservations) launchFailed(c *v1alpha1.Claim) {
+	l.markUnavailable(c)
 	pods := l.claimPods(c)
-	for _, p := range pods {
-		l.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %s", c.Name, c.Status.Message)
-	}
 	l.Ledger.DropClaim(c.Name)
 	var delay time.Duration
 	if c.Status.RetryAt != nil {
@@ -251,6 +249,22 @@ func (l *Reservations) launchFailed(c *v1alpha1.Claim) {
 		return
 	}
 	l.clock().AfterFunc(delay, func() { l.Activate(l.claimPods(c)) })
+}
+
+// markUnavailable tells this replica's offerings what the claim's launch found unavailable: the
+// launch ran where the lifecycle runs, which need not be the replica that plans.
+func (l *Reservations) markUnavailable(c *v1alpha1.Claim) {
+	ct := cloud.CapacityType(c.Spec.CapacityType)
+	if len(c.Status.UnavailableOfferings) > 0 {
+		errs := make([]cloud.OfferingError, 0, len(c.Status.UnavailableOfferings))
+		for _, u := range c.Status.UnavailableOfferings {
+			errs = append(errs, cloud.OfferingError{InstanceType: u.InstanceType, Zone: u.Zone, Code: u.Code})
+		}
+		l.Offerings.MarkFailed(ct, errs)
+	}
+	if code := c.Status.CapacityTypeUnavailable; code != "" {
+		l.Offerings.MarkCapacityTypeUnavailable(ct, code)
+	}
 }
 
 // waitingOn returns the claim's pods that still wait for it in the ledger. Once its node is up

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -128,18 +127,19 @@ func TestFollowActivatesWaitingPodsOnceInitialized(t *testing.T) {
 	}
 }
 
-// Once a claim launched, its pods still waiting are told where and sent back to the scheduler,
-// to be nominated to the node coming up; pods bound meanwhile are not. A later change of the
-// claim sends nobody back again.
+// Once a claim launched, its pods still waiting are sent back to the scheduler, to be nominated
+// to the node coming up; pods bound meanwhile are not. The offerings its launch found without
+// capacity are left out of this replica's plans (the launch ran where the lifecycle runs). A
+// later change of the claim sends nobody back again.
 func TestFollowSendsPodsBackOnceLaunched(t *testing.T) {
 	w, c, activated := newWaitingClaim(t)
-	recorder := events.NewFakeRecorder(10)
-	w.l.Recorder = recorder
 	w.l.Ledger.Add(c.Name, "", []types.UID{"uid-waits", "uid-moved"})
 	launched := c.DeepCopy()
 	launched.ResourceVersion = "2"
+	launched.Spec.CapacityType = "spot"
 	launched.Status = v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimLaunched, InstanceID: "i-1", InstanceType: "m5.large", Zone: "us-east-1a",
-		CapacityType: "on-demand", PricePerHour: "0.0960", NodeName: "node-1"}
+		CapacityType: "spot", NodeName: "node-1",
+		UnavailableOfferings: []v1alpha1.UnavailableOffering{{InstanceType: "m5.large", Zone: "us-east-1a", Code: "InsufficientInstanceCapacity"}}}
 	w.l.Follow(c, launched)
 	slices.Sort(*activated)
 	if want := []string{"moved", "waits"}; !slices.Equal(*activated, want) {
@@ -148,12 +148,27 @@ func TestFollowSendsPodsBackOnceLaunched(t *testing.T) {
 	if r, ok := w.l.Ledger.Lookup("uid-waits"); !ok || r.NodeName != "node-1" {
 		t.Errorf("the waiting pod's ledger entry is %+v, want node-1", r)
 	}
-	if got := len(recorder.Events); got != 2 {
-		t.Errorf("%d events, want one Launched event per pod sent back", got)
-	} else if e := <-recorder.Events; !strings.Contains(e, "Launched") || !strings.Contains(e, "m5.large i-1 in us-east-1a (on-demand, $0.0960/h) as node node-1") {
-		t.Errorf("event %q does not say what was launched where", e)
+	if got := offered(t, w); !slices.Equal(got, []cloud.CapacityType{cloud.OnDemand}) {
+		t.Errorf("m5.large in us-east-1a offered as %v, want on-demand alone (spot had no capacity)", got)
 	}
 	changedAgain(t, w, launched, activated)
+}
+
+// offered lists the capacity types the world's offerings plan now.
+func offered(t *testing.T, w *reservationsWorld) []cloud.CapacityType {
+	t.Helper()
+	ts, err := w.l.Offerings.Templates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []cloud.CapacityType
+	for _, tm := range ts {
+		if !slices.Contains(out, tm.Offering.CapacityType) {
+			out = append(out, tm.Offering.CapacityType)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // changedAgain follows one more change of the claim and checks that it sends no pod back.
@@ -168,9 +183,9 @@ func changedAgain(t *testing.T, w *reservationsWorld, prev *v1alpha1.Claim, acti
 	}
 }
 
-// A failed launch releases the claim's pods from the ledger and has them planned again at the
-// claim's retryAt: at once when it is past, otherwise when it comes. The claim's later changes
-// (its deletion) do nothing more.
+// A failed launch leaves what it found unavailable out of this replica's plans, releases the
+// claim's pods from the ledger and has them planned again at the claim's retryAt: at once when
+// it is past, otherwise when it comes. The claim's later changes (its deletion) do nothing more.
 func TestFollowReplansPodsOfAFailedLaunch(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -185,8 +200,12 @@ func TestFollowReplansPodsOfAFailedLaunch(t *testing.T) {
 			failed := c.DeepCopy()
 			failed.ResourceVersion = "2"
 			at := metav1.NewTime(now.Add(tc.retry))
-			failed.Status = v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimFailed, Message: "no capacity", RetryAt: &at}
+			failed.Status = v1alpha1.ClaimStatus{Phase: v1alpha1.ClaimFailed, Message: "spot quota", RetryAt: &at, CapacityTypeUnavailable: "SpotQuota"}
+			failed.Spec.CapacityType = "spot"
 			w.l.Follow(c, failed)
+			if got := offered(t, w); !slices.Equal(got, []cloud.CapacityType{cloud.OnDemand}) {
+				t.Errorf("capacity types offered %v, want on-demand alone: the spot quota refused the launch", got)
+			}
 			if _, ok := w.l.Ledger.Lookup("uid-waits"); ok {
 				t.Error("the failed claim's pod still waits on it")
 			}

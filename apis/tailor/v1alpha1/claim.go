@@ -158,6 +158,19 @@ type ClaimStatus struct {
 	// capacity, the spot quota), after a backoff otherwise, so a persistent error or EC2's
 	// throttling is not a hot loop.
 	RetryAt *metav1.Time `json:"retryAt,omitempty"`
+	// UnavailableOfferings are the offerings the launch found without capacity, and
+	// CapacityTypeUnavailable the code (SpotQuota) for which no offering of the claim's capacity
+	// type launches now: the launch records them so that every replica, whichever plans, leaves
+	// them out of its plans for a while.
+	UnavailableOfferings    []UnavailableOffering `json:"unavailableOfferings,omitempty"`
+	CapacityTypeUnavailable string                `json:"capacityTypeUnavailable,omitempty"`
+}
+
+// UnavailableOffering is an instance type in a zone that EC2 had no capacity for, and its code.
+type UnavailableOffering struct {
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	Code         string `json:"code,omitempty"`
 }
 
 // LaunchRequest is what a claim's launch resolved from its pool: the AMI and the network.
