@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -211,18 +212,24 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 // already gone is not an error.
 func (s *Store) Terminate(ctx context.Context, name string) error {
 	// A claim without the finalizer (stripped by hand, or from before finalizers) would go at
-	// once, and its instance with nobody left to terminate it: it gets the finalizer first.
+	// once, and its instance with nobody left to terminate it: it gets the finalizer first. The
+	// delete names the claim read, not a claim of the same name made since.
+	var uid types.UID
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		c, err := s.client.Get(ctx, name, metav1.GetOptions{})
-		if err != nil || c.DeletionTimestamp != nil || slices.Contains(c.Finalizers, v1alpha1.FinalizerTermination) {
+		if err != nil {
 			return err
+		}
+		uid = c.UID
+		if c.DeletionTimestamp != nil || slices.Contains(c.Finalizers, v1alpha1.FinalizerTermination) {
+			return nil
 		}
 		c.Finalizers = append(c.Finalizers, v1alpha1.FinalizerTermination)
 		_, err = s.client.Update(ctx, c, metav1.UpdateOptions{})
 		return err
 	})
 	if err == nil {
-		err = s.client.Delete(ctx, name, metav1.DeleteOptions{})
+		err = s.client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

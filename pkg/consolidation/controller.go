@@ -314,8 +314,10 @@ func (c *Controller) pass(ctx context.Context) (draining bool) {
 func (c *Controller) triage(ctx context.Context, s *snapshot, podsOn map[string][]*corev1.Pod, reserved map[string]bool) (candidates []*ownedNode, draining bool) {
 	for _, o := range s.owned {
 		switch {
-		case lifecycle.Drained(o.node):
-			// Handed over: the lifecycle terminates it.
+		case lifecycle.Drained(o.node) && (disrupting(o.node) || instanceGoing(o.node)):
+			// Handed over (finish marks only nodes it drained, or whose instance is going; an
+			// annotation put on any other node by hand is not a drain): the lifecycle
+			// terminates it.
 			reserved[o.node.Name] = true
 			c.handOver(ctx, o)
 		case instanceGoing(o.node):

@@ -222,6 +222,7 @@ func (c *Controller) rollback(ctx context.Context, o *ownedNode, why string) {
 		n.Spec.Unschedulable = n.Annotations[v1alpha1.AnnotationWasCordoned] == "true"
 		delete(n.Annotations, v1alpha1.AnnotationDisruptingSince)
 		delete(n.Annotations, v1alpha1.AnnotationWasCordoned)
+		delete(n.Annotations, v1alpha1.AnnotationDrained)
 	})
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot roll back disruption; will retry", "node", o.node.Name)

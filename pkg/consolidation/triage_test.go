@@ -115,6 +115,13 @@ func TestTriage(t *testing.T) {
 				}
 			}},
 		{name: "not initialized yet: capacity still arriving"},
+		{name: "annotated drained by hand, never drained: a candidate like any other", wantCandidate: true,
+			opts: []nodeOpt{initialized, annotated(v1alpha1.AnnotationDrained, time.Now().UTC().Format(time.RFC3339))},
+			check: func(t *testing.T, tw *triageWorld) {
+				if tw.claimDeleting(t) {
+					t.Error("the claim of a node never drained was handed over")
+				}
+			}},
 		{name: "handed over for termination: left to the lifecycle", opts: []nodeOpt{initialized, deleting, disrupting,
 			annotated(v1alpha1.AnnotationDrained, time.Now().UTC().Format(time.RFC3339))},
 			check: func(t *testing.T, tw *triageWorld) {

@@ -190,14 +190,14 @@ func (c *Controller) nextLaunch() (queuedLaunch, bool) {
 func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
 	logger := klog.FromContext(ctx).WithValues("claim", cl.Name)
 	ctx = klog.NewContext(ctx, logger)
-	// The claim as it is now: deleted, or launched by another replica, while it waited its turn,
-	// it is not launched (a deleted claim's instance would only be terminated again).
-	if cur, ok := c.Claims.Get(cl.Name); ok {
-		cl = cur
-	}
-	if cl.DeletionTimestamp != nil || !pending(cl) || c.dropUnwanted(ctx, cl) {
+	// The claim as it is now: gone, deleted, or launched by another replica while it waited its
+	// turn, it is not launched (a deleted claim's instance would only be terminated again). Every
+	// claim queued came from the cache, so one the cache no longer has is gone.
+	cur, ok := c.Claims.Get(cl.Name)
+	if !ok || cur.DeletionTimestamp != nil || !pending(cur) || c.dropUnwanted(ctx, cur) {
 		return
 	}
+	cl = cur
 	if ctx.Err() != nil {
 		return // shutting down: the claim stays Pending and is resumed
 	}

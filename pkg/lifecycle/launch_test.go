@@ -273,7 +273,7 @@ func TestLaunchFailureRecordsWhatWasUnavailable(t *testing.T) {
 			if fmt.Sprint(st.UnavailableOfferings) != fmt.Sprint(tt.wantOfferings) {
 				t.Errorf("unavailable offerings %v, want %v", st.UnavailableOfferings, tt.wantOfferings)
 			}
-			if e := <-recorder.Events; !strings.Contains(e, "ProvisioningFailed") {
+			if e := nextEvent(t, recorder); !strings.Contains(e, "ProvisioningFailed") {
 				t.Errorf("the waiting pod was told %q, want why the launch failed", e)
 			}
 		})
@@ -291,8 +291,20 @@ func TestLaunchedTellsTheWaitingPods(t *testing.T) {
 	if len(recorder.Events) != 1 {
 		t.Fatalf("%d events, want one for the waiting pod", len(recorder.Events))
 	}
-	if e := <-recorder.Events; !strings.Contains(e, "Launched") || !strings.Contains(e, "m5.large "+st.InstanceID+" in us-east-1a (on-demand, $0.0960/h) as node "+st.NodeName) {
+	if e := nextEvent(t, recorder); !strings.Contains(e, "Launched") || !strings.Contains(e, "m5.large "+st.InstanceID+" in us-east-1a (on-demand, $0.0960/h) as node "+st.NodeName) {
 		t.Errorf("event %q does not say what was launched where", e)
+	}
+}
+
+// nextEvent is the next event recorded; none is an error, not a wait.
+func nextEvent(t *testing.T, r *events.FakeRecorder) string {
+	t.Helper()
+	select {
+	case e := <-r.Events:
+		return e
+	default:
+		t.Fatal("no event recorded")
+		return ""
 	}
 }
 
@@ -301,6 +313,8 @@ func TestLaunchSkipsClaimsNoLongerPending(t *testing.T) {
 	deleting := recorded("deleting")
 	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
 	launched := claimIn("launched", v1alpha1.ClaimLaunched, "i-1", testNow, testNow)
+	// Its request recorded: a launch of it would reach EC2.
+	launched.Status.Request = &v1alpha1.LaunchRequest{ImageID: "ami-1", SubnetIDs: []string{"subnet-a"}, SecurityGroupIDs: []string{"sg-1"}}
 	h := newHarness(t, []*v1alpha1.Claim{deleting, launched}, nil, nil)
 	waitUntil(t, "the claims in the cache", func() bool { return len(h.c.Claims.List()) == 2 })
 	// Queued while they were still Pending.

@@ -43,6 +43,14 @@ func Drained(n *corev1.Node) bool {
 	return ok
 }
 
+// handedOver says whether the drain has handed the claim's node over: marked Drained, and drained
+// indeed (the disrupting taint the drain puts on) or with nothing left to drain (its instance no
+// longer runs). The annotation alone, put on by hand, is no drain.
+func handedOver(n *corev1.Node, cl *v1alpha1.Claim, running map[string]cloud.Instance) bool {
+	_, up := running[cl.Status.InstanceID]
+	return Drained(n) && (hasTaint(n, v1alpha1.TaintDisrupting) || !up)
+}
+
 // Deleting says whether a claim or its node is being deleted.
 func Deleting(cl *v1alpha1.Claim, n *corev1.Node) bool {
 	return cl != nil && cl.DeletionTimestamp != nil || n != nil && n.DeletionTimestamp != nil
@@ -167,8 +175,8 @@ func (c *Controller) terminate(ctx context.Context, name string) error {
 }
 
 // terminateDrained finishes a Registered claim being deleted once the drain has handed its node
-// over (Drained), or the node is gone: the instance is terminated if it is the claim's, the Node
-// deleted and the claim let go. Until then the node is the drain's.
+// over, or the node is gone: the instance is terminated if it is the claim's, the Node deleted
+// and the claim let go. Until then the node is the drain's.
 func (c *Controller) terminateDrained(ctx context.Context, cl *v1alpha1.Claim, running map[string]cloud.Instance) {
 	logger := klog.FromContext(ctx).WithValues("claim", cl.Name, "node", cl.Status.NodeName)
 	node, err := c.Nodes.Get(cl.Status.NodeName)
@@ -177,7 +185,7 @@ func (c *Controller) terminateDrained(ctx context.Context, cl *v1alpha1.Claim, r
 		node = nil
 	case err != nil:
 		return
-	case !Drained(node):
+	case !handedOver(node, cl, running):
 		return // the consolidation loop drains it first
 	}
 	if !c.terminateOwn(ctx, cl, running) {

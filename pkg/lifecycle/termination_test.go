@@ -93,7 +93,7 @@ func TestRemoveDeletedClaim(t *testing.T) {
 // the node is the drain's, and an instance the claim does not own is never terminated.
 func TestTerminateDrained(t *testing.T) {
 	drainedNode := func() *corev1.Node {
-		n := nodeFor("n", "i-1", true)
+		n := nodeFor("n", "i-1", true, corev1.Taint{Key: v1alpha1.TaintDisrupting, Value: "delete", Effect: corev1.TaintEffectNoSchedule})
 		n.Labels = map[string]string{v1alpha1.LabelClaim: "a"}
 		n.Annotations = map[string]string{v1alpha1.AnnotationDrained: testNow.Format(time.RFC3339)}
 		n.Finalizers = []string{v1alpha1.FinalizerTermination}
@@ -110,6 +110,18 @@ func TestTerminateDrained(t *testing.T) {
 		{name: "drained: instance, node and claim go", node: drainedNode(), instances: []cloud.Instance{instanceOf("i-1", "a", testNow)},
 			done: true, terminated: []string{"i-1"}},
 		{name: "still draining: the drain's", node: nodeFor("n", "i-1", true), instances: []cloud.Instance{instanceOf("i-1", "a", testNow)}},
+		{name: "annotated drained by hand, never drained: the drain's", instances: []cloud.Instance{instanceOf("i-1", "a", testNow)},
+			node: func() *corev1.Node {
+				n := drainedNode()
+				n.Spec.Taints = nil
+				return n
+			}()},
+		{name: "annotated drained, untainted, its instance gone: nothing left to drain", done: true,
+			node: func() *corev1.Node {
+				n := drainedNode()
+				n.Spec.Taints = nil
+				return n
+			}()},
 		{name: "its node gone: the instance and the claim go", instances: []cloud.Instance{instanceOf("i-1", "a", testNow)},
 			done: true, terminated: []string{"i-1"}},
 		{name: "drained, its instance gone already", node: drainedNode(), done: true},

@@ -41,9 +41,10 @@ const (
 	// rollback leaves the cordon in place.
 	AnnotationWasCordoned = Group + "/was-cordoned"
 
-	// AnnotationDrained on a node (RFC 3339: since when) says its drain is over and its claim is
-	// being deleted: the lifecycle's termination stage terminates the instance, deletes the Node
-	// and lets the claim go. The drain decides (consolidation), termination carries it out.
+	// AnnotationDrained on a node (RFC 3339: since when) says its drain is over: consolidation then
+	// deletes its claim, and the lifecycle's termination stage terminates the instance, deletes
+	// the Node and lets the claim go. The drain decides (consolidation), termination carries it
+	// out. It counts only on a node the drain tainted, or whose instance no longer runs.
 	AnnotationDrained = Group + "/drained"
 
 	// FinalizerTermination is on every claim and every node Tailor registered: deleting either
