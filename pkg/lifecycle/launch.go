@@ -220,7 +220,7 @@ func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
 // pod it was planned for is gone (deleted, or placed elsewhere) before it launched, as when a
 // rollout is undone during a restart, and no workload it was planned for still creates pods.
 // Had an attempt before a crash launched after all, its instance is tagged with this claim, and
-// the termination stage terminates it once the claim is gone.
+// the liveness stage's orphan collection terminates it once the claim is gone.
 func (c *Controller) dropUnwanted(ctx context.Context, cl *v1alpha1.Claim) bool {
 	if len(cl.Spec.Pods) == 0 && len(cl.Spec.ExpectedPods) == 0 || c.Demand.Wanted(cl) {
 		return false
