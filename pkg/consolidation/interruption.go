@@ -32,7 +32,7 @@ const (
 	InterruptionScheduled = "scheduled-change"
 	// InterruptionStoppedPrefix + the instance state (stopping, stopped, shutting-down,
 	// terminated) marks an instance that is already going.
-	InterruptionStoppedPrefix = "instance-"
+	InterruptionStoppedPrefix = v1alpha1.InterruptedInstanceGoing
 )
 
 // spotPatience is how long an interrupted spot node waits for its replacements before it drains

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,10 +46,12 @@ func Drained(n *corev1.Node) bool {
 
 // handedOver says whether the drain has handed the claim's node over: marked Drained, and drained
 // indeed (the disrupting taint the drain puts on) or with nothing left to drain (its instance no
-// longer runs). The annotation alone, put on by hand, is no drain.
+// longer runs, or is going, as EC2 said). The annotation alone, put on by hand, is no drain.
 func handedOver(n *corev1.Node, cl *v1alpha1.Claim, running map[string]cloud.Instance) bool {
-	_, up := running[cl.Status.InstanceID]
-	return Drained(n) && (hasTaint(n, v1alpha1.TaintDisrupting) || !up)
+	in, ok := running[cl.Status.InstanceID]
+	up := ok && (in.State == "" || in.State == cloud.StatePending || in.State == cloud.StateRunning)
+	going := strings.HasPrefix(n.Annotations[v1alpha1.AnnotationInterrupted], v1alpha1.InterruptedInstanceGoing)
+	return Drained(n) && (hasTaint(n, v1alpha1.TaintDisrupting) || going || !up)
 }
 
 // Deleting says whether a claim or its node is being deleted.

@@ -116,6 +116,14 @@ func TestTerminateDrained(t *testing.T) {
 				n.Spec.Taints = nil
 				return n
 			}()},
+		{name: "annotated drained, untainted, its instance stopping as EC2 said: nothing left to drain", done: true,
+			instances: []cloud.Instance{instanceOf("i-1", "a", testNow)}, terminated: []string{"i-1"},
+			node: func() *corev1.Node {
+				n := drainedNode()
+				n.Spec.Taints = nil
+				n.Annotations[v1alpha1.AnnotationInterrupted] = v1alpha1.InterruptedInstanceGoing + "stopping"
+				return n
+			}()},
 		{name: "annotated drained, untainted, its instance gone: nothing left to drain", done: true,
 			node: func() *corev1.Node {
 				n := drainedNode()

@@ -59,6 +59,9 @@ const (
 	// once); the annotations are that work's whole state, so a restarted leader carries on.
 	AnnotationInterrupted   = Group + "/interrupted"
 	AnnotationInterruptedAt = Group + "/interrupted-at"
+	// InterruptedInstanceGoing prefixes the AnnotationInterrupted value of an instance already
+	// going, followed by its state (stopping, stopped, shutting-down, terminated).
+	InterruptedInstanceGoing = "instance-"
 
 	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
 	// whose pool has another fingerprint now has drifted and is replaced.
