@@ -16,6 +16,8 @@ IAMSIM    := hack/iam-simulate/node_modules/.package-lock.json
 # terraform only formats here (fmt needs no provider); the machines have it in /usr/local/bin.
 TERRAFORM ?= terraform
 CHART     := manifests/charts/tailor
+# The PodGroup CRD of the scheduler-plugins module go.mod pins, which Coscheduling reads.
+PODGROUP_CRD := config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
 IMAGE     ?= tailor-scheduler:dev
 CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
@@ -48,9 +50,10 @@ $(HELM):
 $(IAMSIM): hack/iam-simulate/package-lock.json hack/iam-simulate/package.json
 	npm ci --prefix hack/iam-simulate --no-audit --no-fund
 
-## manifests: copy the CRDs into the chart and render manifests/deploy/tailor.yaml from it
-## (manifests/chart_test.go fails until both are current)
+## manifests: copy the PodGroup CRD from scheduler-plugins and the CRDs into the chart, and render
+## manifests/deploy/tailor.yaml from it (manifests/chart_test.go fails until all are current)
 manifests: $(HELM)
+	cp "$$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/$(PODGROUP_CRD)" manifests/crds/ && chmod 644 manifests/crds/$(notdir $(PODGROUP_CRD))
 	mkdir -p $(CHART)/crds && rm -f $(CHART)/crds/*.yaml && cp manifests/crds/*.yaml $(CHART)/crds/
 	$(HELM) template tailor $(CHART) --namespace kube-system -f manifests/deploy/values.yaml > manifests/deploy/tailor.yaml.tmp
 	mv manifests/deploy/tailor.yaml.tmp manifests/deploy/tailor.yaml

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -142,6 +143,23 @@ func TestChartCRDsAreManifestsCRDs(t *testing.T) {
 	}
 	if len(copied) != len(src) {
 		t.Errorf("%s/crds has %v, crds/ has %v: run make manifests", chartDir, names, src)
+	}
+}
+
+// The PodGroup CRD is the one of the scheduler-plugins module the binary's Coscheduling is built
+// from, so its PodGroups decode as the plugin reads them.
+func TestPodGroupCRDIsTheModules(t *testing.T) {
+	goBin := filepath.Join(goruntime.GOROOT(), "bin", "go")
+	dir, err := exec.Command(goBin, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins").Output()
+	if err != nil {
+		t.Fatalf("go list -m sigs.k8s.io/scheduler-plugins: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "config", "crd", "bases", "scheduling.x-k8s.io_podgroups.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile("crds/scheduling.x-k8s.io_podgroups.yaml"); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("crds/scheduling.x-k8s.io_podgroups.yaml is not the module's (%v): run make manifests", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,5 +49,24 @@ func TestSnapshotOfPodsOnUnknownNodes(t *testing.T) {
 	}
 	if _, err := fw.PreFilter(ctx, spread("new", "")); err != nil {
 		t.Fatalf("PreFilter of a spread pod: %v", err)
+	}
+}
+
+// The example profile sorts its queue with Coscheduling, which is not in-tree: the framework
+// leaves it out and still builds, with the in-tree sort in its place.
+func TestOutOfTreeQueueSortIsLeftOut(t *testing.T) {
+	prof, err := Load(manifests.SchedulerConfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, skipped, err := prof.NewFramework(context.Background())
+	if err != nil {
+		t.Fatalf("building the example profile: %v", err)
+	}
+	if !slices.Contains(skipped, "Coscheduling") {
+		t.Errorf("skipped %v, want Coscheduling among them", skipped)
+	}
+	if fw.QueueSortFunc() == nil {
+		t.Error("no queue sort")
 	}
 }
