@@ -112,9 +112,15 @@ func (c *Controller) launchRecorded(cl *v1alpha1.Claim) {
 	c.mu.Lock()
 	ctx := c.runCtx
 	c.mu.Unlock()
-	if ctx != nil && pending(cl) && cl.DeletionTimestamp == nil {
-		c.launchAsync(ctx, cl)
+	if ctx == nil || !pending(cl) || cl.DeletionTimestamp != nil {
+		return
 	}
+	// A gang launches once all its claims are recorded: when the cache has the last one, the
+	// others are in it already.
+	if cl.Spec.Gang != nil && !c.gangRecorded(cl) {
+		return
+	}
+	c.launchAsync(ctx, cl)
 }
 
 // clock is Clock, or the real one.

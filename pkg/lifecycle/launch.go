@@ -86,10 +86,38 @@ type launches struct {
 	backoff     *flowcontrol.Backoff
 }
 
-// queuedLaunch is a claim waiting for a worker.
+// queuedLaunch is a claim waiting for a worker; key is its entry in inflight (the claim's name,
+// or its gang's key: a gang is launched as one).
 type queuedLaunch struct {
 	ctx   context.Context
 	claim *v1alpha1.Claim
+	key   string
+}
+
+// mark puts the claims in the in-flight set and returns the names it added.
+func (ls *launches) mark(claims []*v1alpha1.Claim) []string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.inflight == nil {
+		ls.inflight = map[string]bool{}
+	}
+	var added []string
+	for _, cl := range claims {
+		if !ls.inflight[cl.Name] {
+			ls.inflight[cl.Name] = true
+			added = append(added, cl.Name)
+		}
+	}
+	return added
+}
+
+// unmark takes the names mark added out of the in-flight set.
+func (ls *launches) unmark(names []string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, name := range names {
+		delete(ls.inflight, name)
+	}
 }
 
 // transientBackoff is the shared wait after transient EC2 failures.
@@ -111,17 +139,22 @@ func (c *Controller) launchAsync(ctx context.Context, cl *v1alpha1.Claim) bool {
 	ls := &c.launches
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.inflight[cl.Name] || ctx.Err() != nil {
+	key := cl.Name
+	if cl.Spec.Gang != nil {
+		key = gangKey(cl.Spec.Gang)
+	}
+	if ls.inflight[key] || ls.inflight[cl.Name] || ctx.Err() != nil {
 		return false
 	}
 	if ls.inflight == nil {
 		ls.inflight = map[string]bool{}
 	}
-	ls.inflight[cl.Name] = true
+	ls.inflight[key] = true
+	q := queuedLaunch{ctx: ctx, claim: cl, key: key}
 	if len(cl.Spec.Pods) > 0 {
-		ls.waited = append(ls.waited, queuedLaunch{ctx: ctx, claim: cl})
+		ls.waited = append(ls.waited, q)
 	} else {
-		ls.kept = append(ls.kept, queuedLaunch{ctx: ctx, claim: cl})
+		ls.kept = append(ls.kept, q)
 	}
 	if ls.running < maxLaunchesInFlight {
 		ls.running++
@@ -155,7 +188,7 @@ func (c *Controller) launchWorker() {
 		ls.mu.Unlock()
 		c.launch(next.ctx, next.claim)
 		ls.mu.Lock()
-		delete(ls.inflight, next.claim.Name)
+		delete(ls.inflight, next.key)
 		ls.mu.Unlock()
 	}
 }
@@ -188,6 +221,10 @@ func (c *Controller) nextLaunch() (queuedLaunch, bool) {
 // launch launches a recorded claim and records the result. It is safe to call again for the
 // same claim: the client token makes EC2 return the first launch's instance.
 func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
+	if cl.Spec.Gang != nil {
+		c.launchGang(ctx, cl)
+		return
+	}
 	logger := klog.FromContext(ctx).WithValues("claim", cl.Name)
 	ctx = klog.NewContext(ctx, logger)
 	// The claim as it is now: gone, deleted, or launched by another replica while it waited its
@@ -240,30 +277,46 @@ func (c *Controller) dropUnwanted(ctx context.Context, cl *v1alpha1.Claim) bool 
 // the failure cannot be recorded the pods stay on the claim, which is launched again with the
 // same client token.
 func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError) {
-	delay, result, capacityType := retryAfterFailure, metrics.ResultFailed, ""
+	delay, result, capacityType := c.retryAfter(cl, err, offeringErrs)
+	metrics.Launches.WithLabelValues(cl.Spec.Pool, "", cl.Spec.CapacityType, result).Inc()
+	klog.FromContext(ctx).Info("Launch failed; pods will be planned again", "err", err, "after", delay)
+	c.recordFailed(ctx, cl, err, offeringErrs, delay, capacityType, nil)
+}
+
+// retryAfter says when the pods of a claim whose launch failed with err are planned again, the
+// launch result for the metrics, and the capacity type found unavailable ("" if none).
+func (c *Controller) retryAfter(cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError) (time.Duration, string, string) {
 	switch spot := cl.Spec.CapacityType == string(cloud.Spot); {
 	case spot && cloud.KindOf(err) == cloud.KindQuota:
 		// The account's spot quota: no spot offering launches until it frees up, whatever
 		// the type or zone. Spot is left out of plans for a while and the pods are planned
 		// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
-		delay, result, capacityType = 0, metrics.ResultQuota, "SpotQuota"
+		return 0, metrics.ResultQuota, "SpotQuota"
 	case cloud.Transient(err):
 		// Claims failing together are one wave of pressure: the wait doubles once per wave.
 		backoff := c.launches.transientBackoff()
 		if now := c.clock().Now(); !backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
 			backoff.Next(transientBackoffKey, now)
 		}
-		delay = backoff.Get(transientBackoffKey)
+		return backoff.Get(transientBackoffKey), metrics.ResultFailed, ""
 	case len(offeringErrs) > 0:
-		delay, result = 0, metrics.ResultInsufficientCapacity
+		return 0, metrics.ResultInsufficientCapacity, ""
 	}
-	metrics.Launches.WithLabelValues(cl.Spec.Pool, "", cl.Spec.CapacityType, result).Inc()
+	return retryAfterFailure, metrics.ResultFailed, ""
+}
+
+// recordFailed records the claim Failed, its pods planned again after delay, and tells them. inst,
+// if set, is an instance the claim launched that was then given up (a gang that could not be
+// whole): recorded, the sweep terminates it should the caller's termination have failed.
+func (c *Controller) recordFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError, delay time.Duration, capacityType string, inst *cloud.Instance) {
 	logger := klog.FromContext(ctx)
-	logger.Info("Launch failed; pods will be planned again", "err", err, "after", delay)
 	retryAt := metav1.NewTime(c.clock().Now().Add(delay))
 	updated, werr := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {
 		st.Phase, st.Message, st.RetryAt = v1alpha1.ClaimFailed, err.Error(), &retryAt
 		st.UnavailableOfferings, st.CapacityTypeUnavailable = unavailable(offeringErrs), capacityType
+		if inst != nil {
+			st.InstanceID, st.InstanceType, st.Zone, st.CapacityType = inst.ID, inst.Type, inst.Zone, string(inst.CapacityType)
+		}
 	})
 	switch {
 	case apierrors.IsNotFound(werr):

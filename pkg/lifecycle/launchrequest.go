@@ -47,11 +47,7 @@ func (c *Controller) createInstance(ctx context.Context, cl *v1alpha1.Claim) (*c
 		return nil, 0, nil, err
 	}
 	if res.Instance == nil {
-		msgs := make([]string, 0, len(res.Errors))
-		for _, e := range res.Errors {
-			msgs = append(msgs, e.Error())
-		}
-		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", strings.Join(msgs, "; "))
+		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", offeringErrors(res.Errors))
 	}
 	return res.Instance, c.price(ctx, res.Instance), res.Errors, nil
 }
@@ -113,4 +109,23 @@ func (c *Controller) price(ctx context.Context, inst *cloud.Instance) float64 {
 		}
 	}
 	return 0
+}
+
+// maxOfferingErrors bounds the offering errors a failed launch's message lists: it goes into the
+// claim's status and the pods' events, which the API server refuses past 1024 characters.
+const maxOfferingErrors = 5
+
+// offeringErrors lists the distinct errors (one offering's error repeats for each of its zone's
+// subnets), the first maxOfferingErrors of them and how many more there were.
+func offeringErrors(errs []cloud.OfferingError) string {
+	var msgs []string
+	for _, e := range errs {
+		if msg := e.Error(); !slices.Contains(msgs, msg) {
+			msgs = append(msgs, msg)
+		}
+	}
+	if len(msgs) <= maxOfferingErrors {
+		return strings.Join(msgs, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(msgs[:maxOfferingErrors], "; "), len(msgs)-maxOfferingErrors)
 }

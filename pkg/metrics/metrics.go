@@ -61,6 +61,9 @@ var (
 		"Pods waiting for capacity: in a batch, being planned, or planned onto a claim not yet theirs.", nil, nil, metrics.ALPHA, "")
 	claimsDesc = metrics.NewDesc(metrics.BuildFQName(namespace, "", "claims"),
 		"Claims, by phase.", []string{"phase"}, nil, metrics.ALPHA, "")
+	gangsWaitingDesc = metrics.NewDesc(metrics.BuildFQName(namespace, provisioning, "gangs_waiting"),
+		"Gangs (Coscheduling PodGroups) that got no capacity, by why: incomplete (fewer than minMember pods exist), no_podgroup, pool_limit, unplannable (no offering holds the whole gang), not_recorded.",
+		[]string{"reason"}, nil, metrics.ALPHA, "")
 	fleetCostDesc = metrics.NewDesc(metrics.BuildFQName(namespace, "", "fleet_dollars_per_hour"),
 		"Hourly price of the instances Tailor runs (launched or registered claims), by pool.", []string{"pool"}, nil, metrics.ALPHA, "")
 )
@@ -71,6 +74,8 @@ type State struct {
 	Claims      func() []*v1alpha1.Claim
 	// Pools are the configured pool names: each reports a fleet cost, zero included.
 	Pools []string
+	// GangsWaiting, if set, counts the gangs that got no capacity, by why.
+	GangsWaiting func() map[string]int
 }
 
 var (
@@ -102,6 +107,7 @@ func (c *stateCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- podsWaitingDesc
 	ch <- claimsDesc
 	ch <- fleetCostDesc
+	ch <- gangsWaitingDesc
 }
 
 func (c *stateCollector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -134,5 +140,10 @@ func (c *stateCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	for pool, v := range cost {
 		ch <- metrics.NewLazyConstMetric(fleetCostDesc, metrics.GaugeValue, v, pool)
+	}
+	if state.GangsWaiting != nil {
+		for reason, n := range state.GangsWaiting() {
+			ch <- metrics.NewLazyConstMetric(gangsWaitingDesc, metrics.GaugeValue, float64(n), reason)
+		}
 	}
 }

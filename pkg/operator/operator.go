@@ -15,9 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	pginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	pglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -52,10 +57,12 @@ type Operator struct {
 
 	handle framework.Handle
 	// election renews the tailor-controllers lease (see clients).
-	election   kubernetes.Interface
-	store      *claims.Store
-	pods       cache.SharedIndexInformer
-	nodes      cache.SharedIndexInformer
+	election kubernetes.Interface
+	store    *claims.Store
+	pods     cache.SharedIndexInformer
+	nodes    cache.SharedIndexInformer
+	// podGroups informs on Coscheduling's PodGroups, when the profile runs it (else nil).
+	podGroups  pginformers.SharedInformerFactory
 	daemonSets cache.SharedIndexInformer
 	// workloads are the ReplicaSets, StatefulSets and Jobs, whose pods still to come are a
 	// scale-up under way, and the Deployments, whose ReplicaSets may still come.
@@ -159,10 +166,14 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
 	o.offerings = offs
+	podGroups, err := o.watchPodGroups(h, prof)
+	if err != nil {
+		return nil, err
+	}
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
-		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming,
+		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming, PodGroups: podGroups,
 	})
 	o.registerMetrics()
 	if err := o.forgetDeletedPods(); err != nil {
@@ -187,6 +198,24 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		return nil, err
 	}
 	return o, nil
+}
+
+// watchPodGroups starts an informer on Coscheduling's PodGroups if the profile runs Coscheduling,
+// and returns their lister (nil otherwise: gangs are then pods like any other).
+func (o *Operator) watchPodGroups(h framework.Handle, prof *profile.Profile) (pglisters.PodGroupLister, error) {
+	if !prof.Enables(coscheduling.Name) || h.KubeConfig() == nil {
+		return nil, nil
+	}
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.ContentType = "application/json" // custom resources have no protobuf encoding
+	client, err := pgclientset.NewForConfig(ownLimiter(cfg, "tailor-podgroups"))
+	if err != nil {
+		return nil, fmt.Errorf("PodGroups client: %w", err)
+	}
+	o.podGroups = pginformers.NewSharedInformerFactory(client, 0)
+	podGroups := o.podGroups.Scheduling().V1alpha1().PodGroups()
+	podGroups.Informer()
+	return podGroups.Lister(), nil
 }
 
 // consolidationProfile loads the scheduler's profile from its configuration file (the handle
@@ -220,7 +249,7 @@ func (o *Operator) registerMetrics() {
 	for i := range o.Args.Pools {
 		poolNames[i] = o.Args.Pools[i].Name
 	}
-	metrics.Register(metrics.State{PodsWaiting: o.Provisioner.Waiting, Claims: o.store.List, Pools: poolNames})
+	metrics.Register(metrics.State{PodsWaiting: o.Provisioner.Waiting, Claims: o.store.List, Pools: poolNames, GangsWaiting: o.Provisioner.GangsWaiting})
 	consolidation.RegisterMetrics()
 	interruption.RegisterMetrics()
 }
@@ -278,6 +307,10 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 		synced := []cache.InformerSynced{o.pods.HasSynced, o.nodes.HasSynced, o.daemonSets.HasSynced}
 		for _, inf := range o.workloads {
 			synced = append(synced, inf.HasSynced)
+		}
+		if o.podGroups != nil {
+			o.podGroups.Start(ctx.Done())
+			synced = append(synced, o.podGroups.Scheduling().V1alpha1().PodGroups().Informer().HasSynced)
 		}
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return

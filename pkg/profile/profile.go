@@ -85,6 +85,23 @@ func Load(data []byte, schedulerName string) (*Profile, error) {
 	return nil, fmt.Errorf("no profile configures the %s plugin", TailorPlugin)
 }
 
+// Enables says whether the profile enables the named plugin at some extension point, multiPoint
+// included.
+func (p *Profile) Enables(plugin string) bool {
+	if p.Config.Plugins == nil {
+		return false
+	}
+	pl := p.Config.Plugins
+	for _, set := range []*schedconfig.PluginSet{&pl.MultiPoint, &pl.QueueSort, &pl.PreFilter, &pl.Filter, &pl.PostFilter, &pl.Reserve, &pl.Permit} {
+		for _, e := range set.Enabled {
+			if e.Name == plugin {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Framework is the profile's in-tree plugins over a snapshot of nodes and pods that the caller
 // sets. It has no API server: informer-backed listers stay empty (no PVCs, no namespaces beyond
 // what pods name), which is what an offline plan assumes.

@@ -70,3 +70,15 @@ func TestOutOfTreeQueueSortIsLeftOut(t *testing.T) {
 		t.Error("no queue sort")
 	}
 }
+
+func TestEnables(t *testing.T) {
+	prof, err := Load(manifests.SchedulerConfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for plugin, want := range map[string]bool{"Coscheduling": true, TailorPlugin: true, "NodeResourcesFit": true, "CapacityScheduling": false} {
+		if got := prof.Enables(plugin); got != want {
+			t.Errorf("Enables(%s) = %v, want %v", plugin, got, want)
+		}
+	}
+}

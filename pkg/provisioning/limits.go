@@ -45,29 +45,74 @@ func (pl *poolLimits) forget(claim string) {
 // break. create runs under the lock and must record the claim (its name is returned). A pool
 // without limits admits every claim.
 func (pl *poolLimits) admit(ctx context.Context, l *Reservations, pool *config.Pool, types []string, create func() (string, error)) (string, error) {
-	if len(pool.Limits) == 0 {
+	names, err := pl.admitAll(ctx, l, []admission{{pool: pool, types: types}}, func() ([]string, error) {
+		name, err := create()
+		return []string{name}, err
+	})
+	if len(names) == 0 {
+		return "", err
+	}
+	return names[0], err
+}
+
+// admission is one node to admit: the largest of types, in pool.
+type admission struct {
+	pool  *config.Pool
+	types []string
+}
+
+// admitAll reserves room for every node of want together, or says which limit they would break
+// together (a gang's nodes are admitted all or none). create runs under the lock and must record
+// them, returning their claims' names in want's order.
+func (pl *poolLimits) admitAll(ctx context.Context, l *Reservations, want []admission, create func() ([]string, error)) ([]string, error) {
+	if !slices.ContainsFunc(want, func(a admission) bool { return len(a.pool.Limits) > 0 }) {
 		return create()
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if err := pl.learn(ctx, l, types); err != nil {
-		return "", err
+	used := map[string]corev1.ResourceList{}
+	needs := make([]recentClaim, len(want))
+	for i, a := range want {
+		if len(a.pool.Limits) == 0 {
+			continue
+		}
+		if err := pl.learn(ctx, l, a.types); err != nil {
+			return nil, err
+		}
+		if used[a.pool.Name] == nil {
+			u, err := pl.used(ctx, l, a.pool)
+			if err != nil {
+				return nil, err
+			}
+			used[a.pool.Name] = u
+		}
+		need := pl.largest(a.types...)
+		if need == nil {
+			continue
+		}
+		if err := overLimit(a.pool, used[a.pool.Name], need); err != nil {
+			return nil, err
+		}
+		addTo(used[a.pool.Name], need)
+		needs[i] = recentClaim{pool: a.pool.Name, capacity: need}
 	}
-	used, err := pl.used(ctx, l, pool)
-	if err != nil {
-		return "", err
-	}
-	need := pl.largest(types...)
-	if need != nil {
-		if err := overLimit(pool, used, need); err != nil {
-			return "", err
+	names, err := create()
+	for i, name := range names {
+		if i < len(needs) && needs[i].capacity != nil && name != "" {
+			needs[i].at = l.clock().Now()
+			pl.recent[name] = needs[i]
 		}
 	}
-	name, err := create()
-	if err == nil && need != nil {
-		pl.recent[name] = recentClaim{pool: pool.Name, capacity: need, at: l.clock().Now()}
+	return names, err
+}
+
+// addTo adds rl to sum.
+func addTo(sum, rl corev1.ResourceList) {
+	for name, q := range rl {
+		v := sum[name]
+		v.Add(q)
+		sum[name] = v
 	}
-	return name, err
 }
 
 // closed says which pools with limits have room for none of their types now, and why: the
@@ -115,13 +160,7 @@ func (pl *poolLimits) used(ctx context.Context, l *Reservations, pool *config.Po
 		pl.recent = map[string]recentClaim{}
 	}
 	used := corev1.ResourceList{}
-	add := func(rl corev1.ResourceList) {
-		for name, q := range rl {
-			v := used[name]
-			v.Add(q)
-			used[name] = v
-		}
-	}
+	add := func(rl corev1.ResourceList) { addTo(used, rl) }
 	seen := map[string]bool{}
 	for _, c := range claims {
 		if c.Spec.Pool != pool.Name || c.Status.Phase == v1alpha1.ClaimFailed {

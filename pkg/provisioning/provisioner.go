@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	schedlisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/claims"
@@ -50,6 +51,9 @@ type Options struct {
 	// Rollouts, if set, finds the workloads of pods and what they will still create: their
 	// pods still to come are planned with the batch (expected.go).
 	Rollouts *rollout.Lister
+	// PodGroups, if set, finds the gangs' PodGroups (Coscheduling's): a gang's pods are planned
+	// whole (gangs.go). Nil when the profile does not run Coscheduling.
+	PodGroups schedlisters.PodGroupLister
 	// Upcoming, if set, lists a pod of each workload that owes pods and has created none yet,
 	// as its controller will create it, with its PreFilter state: those workloads are planned
 	// with the batch too (expected.go).
@@ -79,6 +83,8 @@ type Provisioner struct {
 	// handedBack remembers when pods were handed back to the scheduler (handBack), so each is
 	// handed back once.
 	handedBack map[types.UID]time.Time
+	// gangs holds gang pods waiting for their siblings, and why gangs got no claim.
+	gangs gangState
 }
 
 // New builds a Provisioner.
@@ -141,6 +147,7 @@ func (p *Provisioner) Run(ctx context.Context) {
 		if batch == nil {
 			return
 		}
+		batch = p.gangs.withHeld(batch)
 		p.mu.Lock()
 		for _, pod := range batch {
 			p.planning[pod.Pod.UID] = true
@@ -182,6 +189,13 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 		return
 	}
 	read := p.clock().Since(start)
+	pods, gangs := p.splitGangs(ctx, pods)
+	for _, g := range gangs {
+		p.provisionGang(ctx, g, templates)
+	}
+	if len(pods) == 0 {
+		return
+	}
 	index := planning.IndexTemplates(templates)
 	if pods = p.fillExpected(ctx, pods, index); len(pods) == 0 {
 		return

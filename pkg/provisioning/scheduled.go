@@ -13,4 +13,7 @@ func (p *Provisioner) Unreserved(pod types.UID) { p.Ledger.Unconsume(pod) }
 
 // Forget drops the pod from the claim it waits on: it was deleted, or the claim's node is up
 // and refused it (others took the room), and it is planned again.
-func (p *Provisioner) Forget(pod types.UID) { p.Ledger.Forget(pod) }
+func (p *Provisioner) Forget(pod types.UID) {
+	p.Ledger.Forget(pod)
+	p.gangs.forget(pod)
+}

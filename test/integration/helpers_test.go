@@ -181,9 +181,16 @@ func describePods(ns string) string {
 // waitEvent waits for an event on the pod with the reason and returns its message.
 func waitEvent(t *testing.T, ns, pod, reason string) string {
 	t.Helper()
+	return waitEventOn(t, ns, "involvedObject.name="+pod, reason)
+}
+
+// waitEventOn waits for an event with the reason on the objects the field selector picks, and
+// returns its message.
+func waitEventOn(t *testing.T, ns, selector, reason string) string {
+	t.Helper()
 	var msg string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		evs, err := world.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+		evs, err := world.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
 		if err != nil {
 			return false, nil
 		}
@@ -196,7 +203,7 @@ func waitEvent(t *testing.T, ns, pod, reason string) string {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no %s event on %s/%s: %v\n%s", reason, ns, pod, err, describePods(ns))
+		t.Fatalf("no %s event on %s in %s: %v\n%s", reason, selector, ns, err, describePods(ns))
 	}
 	return msg
 }

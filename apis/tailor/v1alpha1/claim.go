@@ -80,6 +80,19 @@ type ClaimSpec struct {
 	// Replacement is set on a claim launched to replace running nodes (consolidation,
 	// interruption) until the replacement is over.
 	Replacement *Replacement `json:"replacement,omitempty"`
+	// Gang is set on the claims planned together for a gang (a Coscheduling PodGroup): they are
+	// launched together or not at all.
+	Gang *Gang `json:"gang,omitempty"`
+}
+
+// Gang names the plan of a gang a claim belongs to.
+type Gang struct {
+	// PodGroup is the gang's PodGroup, as namespace/name.
+	PodGroup string `json:"podGroup"`
+	// ID is shared by the claims of one plan of the gang, and by no other claim.
+	ID string `json:"id"`
+	// Claims is how many claims the plan has: the gang launches once all are recorded.
+	Claims int `json:"claims"`
 }
 
 // Replacement is what a replacement claim replaces: those nodes drain once every claim of the

@@ -17,6 +17,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/config/validation"
@@ -96,12 +97,12 @@ func (pl *Plugin) Name() string { return Name }
 
 // PostFilter runs when no existing node fits the pod. A pod already planned onto a claim is
 // nominated to its node; any other pod goes to the batcher. It never blocks the scheduling loop.
-func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, statuses framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	if r, ok := pl.ledger.Lookup(pod.UID); ok {
 		switch {
 		case r.NodeName == "":
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for claim %s to launch", r.Claim))
-		case pl.failedOnRegisteredNode(r.NodeName):
+		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses.Get(r.NodeName)):
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
 			pl.prov.Forget(pod.UID)
@@ -136,6 +137,12 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 	}
 	return lifecycle.Ready(ni.Node()) && !lifecycle.Starting(pl.args, ni.Node())
 }
+
+// heldForGang says whether the node's status is Coscheduling's: its PreFilter turned the pod
+// away before any node was tried (the gang backed off, or short of its minResources while its
+// nodes start). The node did not refuse the pod, which stays nominated there: planned again, a
+// gang member would get a second node.
+func heldForGang(s *fwk.Status) bool { return s != nil && s.Plugin() == coscheduling.Name }
 
 // PreScore skips Score when no claim keeps room for pods still to come.
 func (pl *Plugin) PreScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {

@@ -1,0 +1,282 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/tailor-eks/tailor/pkg/planning"
+)
+
+// Gangs: Coscheduling binds the pods of a PodGroup (the label scheduling.x-k8s.io/pod-group) only
+// once minMember of them have a node (its Permit). Nodes launched for part of a gang sit idle until
+// Permit gives up, so provisioning plans a gang whole: once minMember of its pods exist and enough
+// of them wait, in a plan of its own (one zone unless its pods' constraints spread it), and records
+// its claims together (spec.gang) for the lifecycle to launch together or not at all. A gang that
+// cannot be whole gets no claim, and an event on its PodGroup and its pods says why.
+
+// Why a gang waits (the reason label of tailor_provisioning_gangs_waiting).
+const (
+	GangIncomplete   = "incomplete"
+	GangNoPodGroup   = "no_podgroup"
+	GangPoolLimit    = "pool_limit"
+	GangUnplannable  = "unplannable"
+	GangNotRecorded  = "not_recorded"
+	gangBackoffStart = 30 * time.Second
+	gangBackoffMax   = 5 * time.Minute
+)
+
+// gang is a PodGroup's pods in a batch.
+type gang struct {
+	key   string // namespace/name
+	group *schedv1alpha1.PodGroup
+	pods  []*planning.Pod
+}
+
+// gangOf is the name of the pod's PodGroup, "" for a pod of none.
+func gangOf(pod *corev1.Pod) string { return pod.Labels[schedv1alpha1.PodGroupLabel] }
+
+// gangState is what provisioning remembers of gangs between batches.
+type gangState struct {
+	mu sync.Mutex
+	// held are gang pods waiting for siblings that have not failed to schedule yet: they join
+	// the next batch.
+	held map[types.UID]*planning.Pod
+	// waiting says why each gang that got no claim waits (tailor_provisioning_gangs_waiting).
+	waiting map[string]string
+	backoff *flowcontrol.Backoff
+}
+
+func (g *gangState) init() {
+	if g.held == nil {
+		g.held, g.waiting = map[types.UID]*planning.Pod{}, map[string]string{}
+		g.backoff = flowcontrol.NewBackOffWithJitter(gangBackoffStart, gangBackoffMax, 0.2)
+	}
+}
+
+// hold keeps pods for the next batch.
+func (g *gangState) hold(pods []*planning.Pod) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	for _, p := range pods {
+		g.held[p.Pod.UID] = p
+	}
+}
+
+// withHeld adds the held pods to a batch; a pod in both is the batch's, the newer attempt.
+func (g *gangState) withHeld(batch []*planning.Pod) []*planning.Pod {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.held) == 0 {
+		return batch
+	}
+	for _, p := range batch {
+		delete(g.held, p.Pod.UID)
+	}
+	for _, p := range g.held {
+		batch = append(batch, p)
+	}
+	g.held = map[types.UID]*planning.Pod{}
+	return batch
+}
+
+// forget drops a deleted pod from the held ones.
+func (g *gangState) forget(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.held, uid)
+}
+
+// wait records why a gang waits and returns how long until its pods are planned again.
+func (g *gangState) wait(key, reason string, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	g.waiting[key] = reason
+	if !g.backoff.IsInBackOffSinceUpdate(key, now) {
+		g.backoff.Next(key, now)
+	}
+	return g.backoff.Get(key)
+}
+
+// provisioned forgets why a gang waited: it has its claims.
+func (g *gangState) provisioned(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	delete(g.waiting, key)
+	g.backoff.Reset(key)
+}
+
+// GangsWaiting counts the gangs that got no claim, by why. A gang none of whose pods waits any
+// more (all bound, or gone) is forgotten.
+func (p *Provisioner) GangsWaiting() map[string]int {
+	g := &p.gangs
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]int{GangIncomplete: 0, GangNoPodGroup: 0, GangPoolLimit: 0, GangUnplannable: 0, GangNotRecorded: 0}
+	for key, reason := range g.waiting {
+		ns, name, _ := strings.Cut(key, "/")
+		members, err := p.Pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{schedv1alpha1.PodGroupLabel: name}))
+		if err == nil && !slices.ContainsFunc(members, func(m *corev1.Pod) bool { return m.Spec.NodeName == "" && m.DeletionTimestamp == nil }) {
+			delete(g.waiting, key)
+			continue
+		}
+		out[reason]++
+	}
+	return out
+}
+
+// splitGangs takes the pods of gangs out of the batch and returns the gangs ready to plan: their
+// PodGroup exists, at least minMember of its pods exist, and those that wait in the batch and
+// those already placed (bound, or on a claim) make minMember. A gang short of pods that exist is
+// explained and left to Coscheduling, which retries its pods as siblings are created; one whose
+// siblings exist but have not failed to schedule yet is held for the batch they come in.
+func (p *Provisioner) splitGangs(ctx context.Context, pods []*planning.Pod) (solo []*planning.Pod, gangs []*gang) {
+	if p.PodGroups == nil {
+		return pods, nil
+	}
+	byGang := map[string]*gang{}
+	for _, pod := range pods {
+		name := gangOf(pod.Pod)
+		if name == "" {
+			solo = append(solo, pod)
+			continue
+		}
+		key := pod.Pod.Namespace + "/" + name
+		if byGang[key] == nil {
+			byGang[key] = &gang{key: key}
+			gangs = append(gangs, byGang[key])
+		}
+		byGang[key].pods = append(byGang[key].pods, pod)
+	}
+	return solo, slices.DeleteFunc(gangs, func(g *gang) bool { return !p.gangReady(ctx, g) })
+}
+
+// gangReady says whether the gang can be planned now; if not, it has explained or held it.
+func (p *Provisioner) gangReady(ctx context.Context, g *gang) bool {
+	ns, name, _ := strings.Cut(g.key, "/")
+	pg, err := p.PodGroups.PodGroups(ns).Get(name)
+	if err != nil {
+		p.gangWaits(ctx, g, GangNoPodGroup, fmt.Sprintf("PodGroup %s does not exist (%v): Coscheduling binds none of its pods, so Tailor launches nothing for them", g.key, err), false)
+		return false
+	}
+	g.group = pg
+	members, err := p.Pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{schedv1alpha1.PodGroupLabel: name}))
+	if err != nil {
+		return false
+	}
+	minMember := int(pg.Spec.MinMember)
+	if len(members) < minMember {
+		p.gangWaits(ctx, g, GangIncomplete, fmt.Sprintf("gang %s has %d of its minMember %d pods; Tailor launches its nodes once all exist", g.key, len(members), minMember), false)
+		return false
+	}
+	inBatch := map[types.UID]bool{}
+	for _, pod := range g.pods {
+		inBatch[pod.Pod.UID] = true
+	}
+	placed := 0
+	for _, m := range members {
+		if inBatch[m.UID] {
+			continue
+		}
+		if _, onClaim := p.Ledger.Lookup(m.UID); onClaim || m.Spec.NodeName != "" {
+			placed++
+		}
+	}
+	if placed+len(g.pods) < minMember {
+		klog.FromContext(ctx).V(4).Info("Gang held for its siblings", "podGroup", g.key, "inBatch", len(g.pods), "placed", placed, "minMember", minMember)
+		p.gangs.hold(g.pods)
+		return false
+	}
+	return true
+}
+
+// gangWaits tells the gang's PodGroup and pods why it gets no node, counts it, and (retry) has
+// its pods planned again after the gang's backoff.
+func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string, retry bool) {
+	klog.FromContext(ctx).V(2).Info("Gang gets no capacity", "podGroup", g.key, "reason", reason, "message", msg)
+	delay := p.gangs.wait(g.key, reason, p.clock().Now())
+	if g.group != nil {
+		ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup",
+			Namespace: g.group.Namespace, Name: g.group.Name, UID: g.group.UID}
+		p.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, "GangNotProvisioned", "Provisioning", "%s", msg)
+	}
+	pods := make([]*corev1.Pod, 0, len(g.pods))
+	for _, pod := range g.pods {
+		p.Recorder.Eventf(pod.Pod, nil, corev1.EventTypeWarning, "GangNotProvisioned", "Provisioning", "%s", msg)
+		pods = append(pods, pod.Pod)
+	}
+	if retry {
+		p.clock().AfterFunc(delay, func() { p.Activate(pods) })
+	}
+}
+
+// provisionGang plans a ready gang on its own and records its claims together, or says why not.
+func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
+	closed := p.closedPools(ctx, templates)
+	plan, why := planGang(ctx, g.pods, templates, closed)
+	if plan == nil {
+		p.gangWaits(ctx, g, GangUnplannable, fmt.Sprintf("Tailor cannot launch capacity for the whole gang %s, so it launches none: %s", g.key, why), true)
+		return
+	}
+	if err := p.reservations.RecordGang(ctx, g.key, plan.Nodes); err != nil {
+		var limit *LimitError
+		reason := GangNotRecorded
+		if errors.As(err, &limit) {
+			reason = GangPoolLimit
+		}
+		p.gangWaits(ctx, g, reason, fmt.Sprintf("no launch for gang %s (%d nodes): %v", g.key, len(plan.Nodes), err), true)
+		return
+	}
+	p.gangs.provisioned(g.key)
+	klog.FromContext(ctx).V(2).Info("Planned gang", "podGroup", g.key, "pods", len(g.pods), "nodes", len(plan.Nodes),
+		"zone", plan.Nodes[0].Template.Offering.Zone, "pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()))
+}
+
+// planGang plans the gang's pods whole: the cheapest plan within one zone, or, when no zone holds
+// them all (their own constraints spread them), over every zone. It returns nil and why when some
+// pod has no place.
+func planGang(ctx context.Context, pods []*planning.Pod, templates []*planning.Template, closed map[string]string) (*planning.Plan, string) {
+	var best *planning.Plan
+	for _, zone := range zonesOf(templates) {
+		inZone := slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool { return t.Offering.Zone != zone })
+		plan := (&planning.Planner{Templates: inZone, Closed: closed}).Plan(ctx, pods)
+		if len(plan.Unschedulable) == 0 && len(plan.Nodes) > 0 && (best == nil || plan.PricePerHour() < best.PricePerHour()) {
+			best = plan
+		}
+	}
+	if best != nil {
+		return best, ""
+	}
+	plan := (&planning.Planner{Templates: templates, Closed: closed}).Plan(ctx, pods)
+	if len(plan.Unschedulable) > 0 {
+		u := plan.Unschedulable[0]
+		return nil, fmt.Sprintf("pod %s: %s", u.Pod.Name, u.Reason)
+	}
+	return plan, ""
+}
+
+// zonesOf lists the templates' zones, sorted.
+func zonesOf(templates []*planning.Template) []string {
+	var zones []string
+	for _, t := range templates {
+		if !slices.Contains(zones, t.Offering.Zone) {
+			zones = append(zones, t.Offering.Zone)
+		}
+	}
+	slices.Sort(zones)
+	return zones
+}
