@@ -69,6 +69,7 @@ func TestJudge(t *testing.T) {
 		{"finished pod stays", pod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), nil, skip},
 		{"do-not-disrupt blocks", pod(func(p *corev1.Pod) { p.Annotations = map[string]string{"tailor.dev/do-not-disrupt": "true"} }), nil, block},
 		{"bare pod blocks", pod(func(p *corev1.Pod) { p.OwnerReferences = nil }), nil, block},
+		{"gang member blocks", pod(func(p *corev1.Pod) { p.Labels["scheduling.x-k8s.io/pod-group"] = "train" }), nil, block},
 		{"emptyDir blocks", pod(func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		}), nil, block},

@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
@@ -34,7 +35,7 @@ type ruleInput struct {
 
 type podRule func(p *corev1.Pod, in ruleInput) (verdict, string)
 
-var podRules = []podRule{finished, stuckTerminating, mirror, daemonSet, doNotDisrupt, bare, localStorage, pdbAllowsNone}
+var podRules = []podRule{finished, stuckTerminating, mirror, daemonSet, doNotDisrupt, gangMember, bare, localStorage, pdbAllowsNone}
 
 // judge applies the rules to one pod at now.
 func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (verdict, string) {
@@ -83,6 +84,18 @@ func daemonSet(p *corev1.Pod, _ ruleInput) (verdict, string) {
 func doNotDisrupt(p *corev1.Pod, _ ruleInput) (verdict, string) {
 	if p.Annotations[v1alpha1.AnnotationDoNotDisrupt] == "true" {
 		return block, fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1alpha1.AnnotationDoNotDisrupt)
+	}
+	return evict, ""
+}
+
+// gangMember keeps a gang's pods (a Coscheduling PodGroup's) where they run. Evicted, a member
+// leaves its siblings short of their gang (a training job loses its step), and its new pod waits
+// at Permit for siblings that are not coming, holding a node; moving the whole gang restarts every
+// member, a disruption nobody asked of a consolidation. Tailor moves no running gang; EC2's
+// interruptions, which no rule stops, excepted.
+func gangMember(p *corev1.Pod, _ ruleInput) (verdict, string) {
+	if g := p.Labels[schedv1alpha1.PodGroupLabel]; g != "" {
+		return block, fmt.Sprintf("pod %s/%s belongs to gang %s (a Coscheduling PodGroup), which Tailor does not split or restart", p.Namespace, p.Name, g)
 	}
 	return evict, ""
 }

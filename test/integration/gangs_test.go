@@ -19,19 +19,25 @@ import (
 // createGang creates a PodGroup of minMember and pods of it, each requesting cpu and mem.
 func createGang(t *testing.T, ns, name string, minMember int32, pods int, cpu, mem string, opts ...podOption) {
 	t.Helper()
-	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: schedv1alpha1.PodGroupSpec{MinMember: minMember}}
-	// PodGroups have no protobuf encoding.
-	cfg := rest.CopyConfig(world.CP.Config)
-	cfg.ContentType = "application/json"
-	if _, err := pgclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPodGroup(t, ns, name, minMember)
 	for i := range pods {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i),
 			Labels: map[string]string{schedv1alpha1.PodGroupLabel: name, "app": name}}, Spec: podSpec(cpu, mem, opts...)}
 		if _, err := world.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// createPodGroup creates a PodGroup of minMember.
+func createPodGroup(t *testing.T, ns, name string, minMember int32) {
+	t.Helper()
+	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: schedv1alpha1.PodGroupSpec{MinMember: minMember}}
+	// PodGroups have no protobuf encoding.
+	cfg := rest.CopyConfig(world.CP.Config)
+	cfg.ContentType = "application/json"
+	if _, err := pgclient.NewForConfigOrDie(cfg).SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -172,5 +178,46 @@ func TestGangInsufficientCapacityLeavesNothingAlone(t *testing.T) {
 	}
 	if len(pods) != 4 || len(running) != 4 {
 		t.Errorf("%d pods on %d claims, want 4 on 4", len(pods), len(running))
+	}
+}
+
+// Consolidation leaves a running gang whole: the node of a gang's pod, which could be emptied
+// into the other node's room, is kept, and says why; the gang's pod keeps running where it was.
+func TestConsolidationKeepsGangWhole(t *testing.T) {
+	consolidating(t, "")
+	ns := newNamespace(t)
+	// a's pods may not move: the only node consolidation could empty is the gang's.
+	a := deployment(ns, "a", 2, podSpec("400m", "512Mi"))
+	a.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationDoNotDisrupt: "true"}
+	createDeploymentObject(t, a)
+	waitRunning(t, ns, 2)
+	// The gang's pod has a controller, so only the gang keeps it (kwok completes Jobs' pods).
+	createPodGroup(t, ns, "g", 1)
+	g := deployment(ns, "g", 1, podSpec("400m", "512Mi"))
+	g.Spec.Template.Labels[schedv1alpha1.PodGroupLabel] = "g"
+	createDeploymentObject(t, g)
+	waitRunning(t, ns, 3)
+	if cls := listClaims(t); len(cls) != 2 {
+		t.Fatalf("setup: %d claims, want 2", len(cls))
+	}
+	scale(t, ns, "a", 1)
+	waitFor(t, "a scaled to one pod", func() bool { return len(runningPods(t, ns)) == 2 })
+	var member corev1.Pod
+	for _, p := range runningPods(t, ns) {
+		if p.Labels[schedv1alpha1.PodGroupLabel] == "g" {
+			member = p
+		}
+	}
+	msg := waitEvent(t, "default", member.Spec.NodeName, "DisruptionBlocked")
+	if !strings.Contains(msg, "gang "+"g") {
+		t.Errorf("event %q does not name the gang", msg)
+	}
+	for _, p := range runningPods(t, ns) {
+		if p.Labels[schedv1alpha1.PodGroupLabel] == "g" && (p.UID != member.UID || p.Spec.NodeName != member.Spec.NodeName) {
+			t.Errorf("the gang's pod is %s on %s, want %s still on %s", p.UID, p.Spec.NodeName, member.UID, member.Spec.NodeName)
+		}
+	}
+	if n := len(listClaims(t)); n != 2 {
+		t.Errorf("%d claims, want both nodes kept", n)
 	}
 }
