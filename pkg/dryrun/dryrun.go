@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 
 	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -86,7 +88,12 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range skippedPlugins {
+	slices.Sort(skippedPlugins)
+	for _, name := range slices.Compact(skippedPlugins) {
+		if name == coscheduling.Name {
+			fmt.Fprintf(stderr, "plugin %s is not run offline: the pods of each PodGroup given are placed whole, or listed unschedulable\n", name)
+			continue
+		}
 		fmt.Fprintf(stderr, "plugin %s is not in-tree and is not run offline\n", name)
 	}
 	cat := <-fetched
@@ -119,11 +126,18 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 		}
 		pods = append(pods, planning.NewPod(p.pod, &planning.FilterState{Plugins: fw, State: p.state, Pod: p.pod}))
 	}
-	res.Plan = (&planning.Planner{Templates: templates}).Plan(ctx, pods)
-	res.Plan.Unschedulable = append(unschedulable, res.Plan.Unschedulable...)
+	pods, gangs, refused := splitGangs(pods, w, existing)
+	planner := &planning.Planner{Templates: templates}
+	res.Plan = planner.Plan(ctx, pods)
+	res.Plan.Unschedulable = append(append(unschedulable, refused...), res.Plan.Unschedulable...)
 	if res.LowerBound, err = res.Plan.LowerBound(); err != nil {
 		return nil, fmt.Errorf("lower bound: %w", err)
 	}
+	gangsBound, err := planGangs(ctx, planner, gangs, res.Plan, existing)
+	if err != nil {
+		return nil, fmt.Errorf("lower bound: %w", err)
+	}
+	res.LowerBound += gangsBound
 	return res, nil
 }
 

@@ -227,7 +227,7 @@ func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string
 // provisionGang plans a ready gang on its own and records its claims together, or says why not.
 func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
 	closed := p.closedPools(ctx, templates)
-	plan, why := planGang(ctx, g.pods, templates, closed)
+	plan, why := (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods)
 	if plan == nil {
 		p.gangWaits(ctx, g, GangUnplannable, fmt.Sprintf("Tailor cannot launch capacity for the whole gang %s, so it launches none: %s", g.key, why), true)
 		return
@@ -244,39 +244,4 @@ func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*p
 	p.gangs.provisioned(g.key)
 	klog.FromContext(ctx).V(2).Info("Planned gang", "podGroup", g.key, "pods", len(g.pods), "nodes", len(plan.Nodes),
 		"zone", plan.Nodes[0].Template.Offering.Zone, "pricePerHour", fmt.Sprintf("%.4f", plan.PricePerHour()))
-}
-
-// planGang plans the gang's pods whole: the cheapest plan within one zone, or, when no zone holds
-// them all (their own constraints spread them), over every zone. It returns nil and why when some
-// pod has no place.
-func planGang(ctx context.Context, pods []*planning.Pod, templates []*planning.Template, closed map[string]string) (*planning.Plan, string) {
-	var best *planning.Plan
-	for _, zone := range zonesOf(templates) {
-		inZone := slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool { return t.Offering.Zone != zone })
-		plan := (&planning.Planner{Templates: inZone, Closed: closed}).Plan(ctx, pods)
-		if len(plan.Unschedulable) == 0 && len(plan.Nodes) > 0 && (best == nil || plan.PricePerHour() < best.PricePerHour()) {
-			best = plan
-		}
-	}
-	if best != nil {
-		return best, ""
-	}
-	plan := (&planning.Planner{Templates: templates, Closed: closed}).Plan(ctx, pods)
-	if len(plan.Unschedulable) > 0 {
-		u := plan.Unschedulable[0]
-		return nil, fmt.Sprintf("pod %s: %s", u.Pod.Name, u.Reason)
-	}
-	return plan, ""
-}
-
-// zonesOf lists the templates' zones, sorted.
-func zonesOf(templates []*planning.Template) []string {
-	var zones []string
-	for _, t := range templates {
-		if !slices.Contains(zones, t.Offering.Zone) {
-			zones = append(zones, t.Offering.Zone)
-		}
-	}
-	slices.Sort(zones)
-	return zones
 }

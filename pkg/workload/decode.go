@@ -12,10 +12,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -90,11 +93,19 @@ func splitJSON(data []byte) (docs []document, ok bool) {
 // the time a large manifest takes. yamlDecoder reads a document whose YAML has duplicate keys, so
 // that they are reported as before, together with any unknown fields.
 var (
-	jsonDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	jsonDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, decodeScheme, decodeScheme,
 		kjson.SerializerOptions{Strict: true})
-	yamlDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	yamlDecoder = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, decodeScheme, decodeScheme,
 		kjson.SerializerOptions{Yaml: true, Strict: true})
 )
+
+// decodeScheme knows the built-in kinds and Coscheduling's PodGroup.
+var decodeScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(schedv1alpha1.AddToScheme(s))
+	return s
+}()
 
 // The kinds Read expands, each in the one version it accepts.
 var (
@@ -107,10 +118,11 @@ var (
 	gvkDaemonSet   = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 	gvkJob         = batchv1.SchemeGroupVersion.WithKind("Job")
 	gvkCronJob     = batchv1.SchemeGroupVersion.WithKind("CronJob")
+	gvkPodGroup    = schedv1alpha1.SchemeGroupVersion.WithKind("PodGroup")
 
 	expanded = map[schema.GroupVersionKind]bool{
 		gvkPod: true, gvkNode: true, gvkRC: true, gvkDeployment: true, gvkReplicaSet: true,
-		gvkStatefulSet: true, gvkDaemonSet: true, gvkJob: true, gvkCronJob: true,
+		gvkStatefulSet: true, gvkDaemonSet: true, gvkJob: true, gvkCronJob: true, gvkPodGroup: true,
 	}
 	// builtinGroups are the API groups whose other versions of the expanded kinds (apps/v1beta2
 	// Deployment, extensions/v1beta1 DaemonSet, batch/v1beta1 CronJob, ...) are refused rather
@@ -276,7 +288,7 @@ func skipped(where string, gvk schema.GroupVersionKind, apiVersion, name string)
 	why := skipReasons[gvk.Kind]
 	switch {
 	case why != "":
-	case scheme.Scheme.Recognizes(gvk):
+	case decodeScheme.Recognizes(gvk):
 		why = "creates no pods"
 	default:
 		why = "not a built-in kind; any pods it creates are not planned"
@@ -354,6 +366,15 @@ func (rd *reader) add(where string, obj runtime.Object) error {
 		if err == nil {
 			err = rd.job(o, &obj.Spec, "spec")
 		}
+	case *schedv1alpha1.PodGroup:
+		if obj.Name == "" {
+			return fmt.Errorf("%s: PodGroup: metadata.name is required", where)
+		}
+		if obj.Namespace == "" {
+			obj.Namespace = metav1.NamespaceDefault
+		}
+		rd.w.PodGroups = append(rd.w.PodGroups, obj)
+		return nil
 	case *batchv1.CronJob:
 		o, err = rd.owner(where, gvkCronJob, &obj.ObjectMeta)
 		if err == nil {

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
 // MaxPods bounds the pods a set of manifests may create: a plan of more is no plan a user waits
@@ -31,6 +32,9 @@ type Workload struct {
 	Daemons []*corev1.Pod
 	// Nodes are the Node objects given (existing nodes), sorted by name.
 	Nodes []*corev1.Node
+	// PodGroups are Coscheduling's PodGroups given: their pods (labelled
+	// scheduling.x-k8s.io/pod-group) are placed whole or not at all.
+	PodGroups []*schedv1alpha1.PodGroup
 	// Skipped says, as "kind ns/name: why", which documents create no pods (Services,
 	// ConfigMaps, ...), in the order read, so the user sees they were read.
 	Skipped []string
@@ -170,6 +174,7 @@ func (w *Workload) Merge(o *Workload) {
 	w.Pods = append(w.Pods, o.Pods...)
 	w.Daemons = append(w.Daemons, o.Daemons...)
 	w.Nodes = append(w.Nodes, o.Nodes...)
+	w.PodGroups = append(w.PodGroups, o.PodGroups...)
 	w.Skipped = append(w.Skipped, o.Skipped...)
 	for k, v := range o.origin {
 		w.setOrigin(k, v)

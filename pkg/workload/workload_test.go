@@ -182,6 +182,28 @@ spec:
 			wantPods: []string{"default/p"},
 		},
 		{
+			name: "PodGroup",
+			in: `apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: g}
+spec: {minMember: 3}
+`,
+			check: func(t *testing.T, w *Workload) {
+				if len(w.PodGroups) != 1 || w.PodGroups[0].Namespace != "default" || w.PodGroups[0].Spec.MinMember != 3 {
+					t.Errorf("PodGroups %+v, want default/g of minMember 3", w.PodGroups)
+				}
+			},
+		},
+		{
+			name: "PodGroup with an unknown field",
+			in: `apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {name: g}
+spec: {minMembers: 3}
+`,
+			wantErr: []string{"PodGroup g", "minMembers"},
+		},
+		{
 			name: "replicas 0, completions 0, ReplicaSet, ReplicationController",
 			in: `apiVersion: apps/v1
 kind: Deployment
@@ -652,8 +674,16 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g, err := Read(strings.NewReader("apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g}\nspec: {minMember: 2}\n"), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
 	a.Merge(b)
+	a.Merge(g)
 	a.Merge(nil)
+	if len(a.PodGroups) != 1 {
+		t.Errorf("merged PodGroups %v", a.PodGroups)
+	}
 	if got := names(a.Pods); !reflect.DeepEqual(got, []string{"default/p", "default/z"}) {
 		t.Errorf("merged pods %v", got)
 	}
