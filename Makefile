@@ -113,7 +113,8 @@ $(KUBE_SCHEDULER): go.mod go.sum
 	$(GO) build -o $@ k8s.io/kubernetes/cmd/kube-scheduler
 
 # The bursts make bench-e2e runs, one run (a fresh cluster) each; BURST=file runs one of your own.
-BURSTS       ?= hack/bench-e2e/burst-1000.yaml hack/bench-e2e/burst-5000.yaml hack/bench-e2e/controllers.yaml
+BURSTS       ?= hack/bench-e2e/burst-1000.yaml hack/bench-e2e/burst-5000.yaml hack/bench-e2e/controllers.yaml \
+  hack/bench-e2e/gangs.yaml
 BURST        ?=
 FIT_EXISTING ?= 2000
 BENCH_E2E_ARGS ?=

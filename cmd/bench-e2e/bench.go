@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/tailor-eks/tailor/cmd/internal/simrun"
 	"github.com/tailor-eks/tailor/pkg/dryrun"
@@ -137,7 +139,9 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	expected := plannedPods(b.plan)
 	progressf("applying %s: %d pods (DaemonSets aside) into namespace %s", b.o.burst, expected, b.o.namespace)
 	applied := time.Now()
-	if err := applyBurst(ctx, b.e.Client, b.o.namespace, b.objs); err != nil {
+	pgConfig := rest.CopyConfig(b.e.CP.Config)
+	pgConfig.ContentType = "application/json" // custom resources have no protobuf encoding
+	if err := applyBurst(ctx, b.e.Client, pgclientset.NewForConfigOrDie(pgConfig), b.o.namespace, b.objs); err != nil {
 		return nil, err
 	}
 	wctx, cancelWait := context.WithTimeout(ctx, b.o.timeout)

@@ -15,10 +15,22 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	pgclientset "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 )
+
+// burstCodecs decode the kinds a burst may hold: the built-in ones and Coscheduling's PodGroup.
+var burstCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(schedv1alpha1.AddToScheme(s))
+	return serializer.NewCodecFactory(s)
+}()
 
 // readBurst decodes the documents of a burst file. Every object goes into the bench's
 // namespace, whatever its manifest says, so the bench knows which pods are the burst's.
@@ -40,7 +52,7 @@ func readBurst(path, namespace string) ([]runtime.Object, error) {
 		if blank(doc) {
 			continue
 		}
-		obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		obj, gvk, err := burstCodecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -50,9 +62,9 @@ func readBurst(path, namespace string) ([]runtime.Object, error) {
 		}
 		switch obj.(type) {
 		case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet, *appsv1.ReplicaSet, *batchv1.Job,
-			*corev1.Pod, *corev1.Service, *policyv1.PodDisruptionBudget:
+			*corev1.Pod, *corev1.Service, *policyv1.PodDisruptionBudget, *schedv1alpha1.PodGroup:
 		default:
-			return nil, fmt.Errorf("%s: %s %s: the bench applies Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, Pods, Services and PodDisruptionBudgets", path, gvk.Kind, m.GetName())
+			return nil, fmt.Errorf("%s: %s %s: the bench applies Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, Pods, Services, PodDisruptionBudgets and PodGroups", path, gvk.Kind, m.GetName())
 		}
 		m.SetNamespace(namespace)
 		objs = append(objs, obj)
@@ -60,7 +72,7 @@ func readBurst(path, namespace string) ([]runtime.Object, error) {
 }
 
 // applyBurst creates the namespace and the burst's objects in it, in file order.
-func applyBurst(ctx context.Context, client kubernetes.Interface, namespace string, objs []runtime.Object) error {
+func applyBurst(ctx context.Context, client kubernetes.Interface, podGroups pgclientset.Interface, namespace string, objs []runtime.Object) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
@@ -85,6 +97,8 @@ func applyBurst(ctx context.Context, client kubernetes.Interface, namespace stri
 			_, err = client.CoreV1().Services(namespace).Create(ctx, o, opts)
 		case *policyv1.PodDisruptionBudget:
 			_, err = client.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, o, opts)
+		case *schedv1alpha1.PodGroup:
+			_, err = podGroups.SchedulingV1alpha1().PodGroups(namespace).Create(ctx, o, opts)
 		}
 		if err != nil {
 			return fmt.Errorf("creating %s: %w", obj.(metav1.Object).GetName(), err)

@@ -22,7 +22,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
@@ -140,15 +139,15 @@ func (p *Profile) NewFrameworkFor(ctx context.Context, client kubernetes.Interfa
 		set.Enabled = enabled
 	}
 	if prof.Plugins != nil {
-		queueSorts := len(prof.Plugins.QueueSort.Enabled)
 		for _, set := range []*schedconfig.PluginSet{&prof.Plugins.MultiPoint, &prof.Plugins.PreEnqueue, &prof.Plugins.QueueSort, &prof.Plugins.PreFilter, &prof.Plugins.Filter,
 			&prof.Plugins.PostFilter, &prof.Plugins.PreScore, &prof.Plugins.Score, &prof.Plugins.Reserve, &prof.Plugins.Permit, &prof.Plugins.PreBind, &prof.Plugins.Bind, &prof.Plugins.PostBind} {
 			keep(set)
 		}
-		if queueSorts > 0 && len(prof.Plugins.QueueSort.Enabled) == 0 {
-			// The profile sorts its queue with an out-of-tree plugin (Coscheduling's): this
-			// framework has no queue, but a profile needs one sort plugin.
-			prof.Plugins.QueueSort = schedconfig.PluginSet{Enabled: []schedconfig.Plugin{{Name: queuesort.Name}}}
+		if len(prof.Plugins.QueueSort.Enabled) == 0 && len(skipped) > 0 {
+			// The profile sorts its queue with an out-of-tree plugin (Coscheduling's), left
+			// out, in place of the default one it disables: this framework has no queue, but a
+			// profile needs one sort plugin, and the default (multiPoint's PrioritySort) will do.
+			prof.Plugins.QueueSort.Disabled = nil
 		}
 	}
 	var pcs []schedconfig.PluginConfig
