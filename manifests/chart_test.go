@@ -499,6 +499,7 @@ func TestSchedulerConfigRefusesBadSettings(t *testing.T) {
 		{"settings.consolidation.minSavingsPercent=95", "consolidationMinSavingsPercent"},
 		{"settings.interruptionQueue=arn:aws:sqs:us-east-1:123456789012:q", "interruptionQueue"},
 		{"pools[0].capacityTypes[0]=reserved", "capacityTypes"},
+		{"gangScheduling.zonePolicy=Nearby", "gangZonePolicy"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			docs, err := splitDocuments(render(t, "kube-system", "-f", deployValues, "--set", tc.set))
@@ -569,13 +570,14 @@ func TestSchedulerConfigLoads(t *testing.T) {
 			"--set", "settings.serviceCIDR=fd00:10:96::/112", "--set", "settings.ipFamily=ipv6",
 			"--set", "settings.registrationTimeout=20m", "--set", "settings.batch.idleDuration=250ms", "--set", "settings.batch.maxDuration=5s",
 			"--set", "settings.consolidation.interval=1m", "--set", "settings.consolidation.minSavingsPercent=0",
-			"--set", "settings.interruptionQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod"},
+			"--set", "settings.interruptionQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod",
+			"--set", "gangScheduling.zonePolicy=AnyZone"},
 		check: func(t *testing.T, a *config.TailorArgs) {
 			got := []any{a.ClusterName, a.Region, a.KubernetesVersion, a.ClusterEndpoint, a.ClusterCABundle == ca, a.ServiceCIDR, a.IPFamily,
 				a.RegistrationTimeout.Duration, a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.ConsolidationInterval.Duration,
-				a.ConsolidationMinSavingsPercent, a.InterruptionQueue}
+				a.ConsolidationMinSavingsPercent, a.InterruptionQueue, a.GangZonePolicy}
 			want := []any{"prod_1", "eu-west-1", "1.33", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", true, "fd00:10:96::/112", "ipv6",
-				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0), "https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod"}
+				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0), "https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod", "AnyZone"}
 			if !slices.Equal(got, want) {
 				t.Errorf("args %v, want %v", got, want)
 			}
@@ -611,5 +613,39 @@ func TestSchedulerConfigIsTheRenderedOne(t *testing.T) {
 	load(t, cfg)
 	if _, err := schedulerConfig([]byte("apiVersion: v1\nkind: ServiceAccount\n")); err == nil || !strings.Contains(err.Error(), "make manifests") {
 		t.Errorf("a file without the ConfigMap gives %v", err)
+	}
+}
+
+// Gang scheduling is on by default, with Coscheduling's own wait; the chart value turns it off
+// and sets the wait, and every variant loads.
+func TestGangSchedulingValues(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		contains []string
+		lacks    []string
+	}{
+		{"default", nil, []string{"name: Coscheduling", "name: PrioritySort"}, []string{"permitWaitingTimeSeconds"}},
+		{"wait", []string{"--set", "gangScheduling.permitWaitingTimeSeconds=300"}, []string{"permitWaitingTimeSeconds: 300"}, nil},
+		{"off", []string{"--set", "gangScheduling.enabled=false"}, nil, []string{"Coscheduling", "PrioritySort"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := splitDocuments(render(t, "kube-system", append([]string{"-f", deployValues}, tc.args...)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := renderedConfig(t, decode(t, docs))
+			for _, s := range tc.contains {
+				if !strings.Contains(string(cfg), s) {
+					t.Errorf("the configuration lacks %q:\n%s", s, cfg)
+				}
+			}
+			for _, s := range tc.lacks {
+				if strings.Contains(string(cfg), s) {
+					t.Errorf("the configuration has %q:\n%s", s, cfg)
+				}
+			}
+			load(t, cfg)
+		})
 	}
 }

@@ -46,7 +46,17 @@ type TailorArgs struct {
 	// interruption, rebalance, state-change and AWS Health events to. Empty turns interruption
 	// handling off.
 	InterruptionQueue string
+	// GangZonePolicy says where a gang's (a Coscheduling PodGroup's) new nodes go: SameZone
+	// puts them in one zone unless the gang's pods' own constraints spread them; AnyZone plans
+	// them as any other pods.
+	GangZonePolicy string
 }
+
+// Gang zone policies (TailorArgs.GangZonePolicy).
+const (
+	GangSameZone = "SameZone"
+	GangAnyZone  = "AnyZone"
+)
 
 // Pool is one kind of capacity: where it may run, what it may be, and how its nodes look.
 type Pool struct {

@@ -16,6 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/manifests"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
@@ -133,7 +134,7 @@ func Plan(ctx context.Context, o Options) (*Result, error) {
 	if res.LowerBound, err = res.Plan.LowerBound(); err != nil {
 		return nil, fmt.Errorf("lower bound: %w", err)
 	}
-	gangsBound, err := planGangs(ctx, planner, gangs, res.Plan, existing)
+	gangsBound, err := planGangs(ctx, planner, prof.Tailor.GangZonePolicy != config.GangAnyZone, gangs, res.Plan, existing)
 	if err != nil {
 		return nil, fmt.Errorf("lower bound: %w", err)
 	}

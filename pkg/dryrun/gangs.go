@@ -87,12 +87,12 @@ func refuseGang(g *gang, why string, existing map[string][]*corev1.Pod) []planni
 	return out
 }
 
-// planGangs plans each gang whole, adding its nodes to plan, and returns the sum of their plans'
+// planGangs plans each gang whole (in one zone with sameZone), adding its nodes to plan, and returns the sum of their plans'
 // lower bounds; a gang that cannot be placed whole is refused.
-func planGangs(ctx context.Context, planner *planning.Planner, gangs []*gang, plan *planning.Plan, existing map[string][]*corev1.Pod) (float64, error) {
+func planGangs(ctx context.Context, planner *planning.Planner, sameZone bool, gangs []*gang, plan *planning.Plan, existing map[string][]*corev1.Pod) (float64, error) {
 	var bound float64
 	for _, g := range gangs {
-		gp, why := planner.PlanWhole(ctx, g.pods)
+		gp, why := planner.PlanWhole(ctx, g.pods, sameZone)
 		if gp == nil {
 			plan.Unschedulable = append(plan.Unschedulable, refuseGang(g, fmt.Sprintf("gang %s cannot be placed whole, so none of it is: %s", g.key, why), existing)...)
 			continue

@@ -4,31 +4,42 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // PlanWhole plans pods that run all or none (a gang: Coscheduling binds none of them until all
-// have a node). It returns the cheapest plan that places every pod within one zone, whose nodes
-// then reach each other without crossing zones, or, when no zone holds them all (their own
-// constraints spread them), a plan over every zone that places them all. When some pod has no
-// place it returns nil and why.
-func (pl *Planner) PlanWhole(ctx context.Context, pods []*Pod) (*Plan, string) {
+// have a node) onto new nodes. With sameZone they are the cheapest nodes that place every pod
+// within one zone, whose nodes then reach each other without crossing zones, or, when no zone
+// holds them all (the pods' own constraints spread them), nodes over every zone that place them
+// all. When some pod has no place it returns nil and why.
+func (pl *Planner) PlanWhole(ctx context.Context, pods []*Pod, sameZone bool) (*Plan, string) {
+	plan := func(p *Planner) *Plan { return p.Plan(ctx, pods) }
 	var best *Plan
 	for _, zone := range zonesOf(pl.Templates) {
+		if !sameZone {
+			break
+		}
 		inZone := slices.DeleteFunc(slices.Clone(pl.Templates), func(t *Template) bool { return t.Offering.Zone != zone })
-		plan := (&Planner{Templates: inZone, Closed: pl.Closed, MaxAlternatives: pl.MaxAlternatives}).Plan(ctx, pods)
-		if len(plan.Unschedulable) == 0 && (best == nil || plan.PricePerHour() < best.PricePerHour()) {
-			best = plan
+		r := plan(&Planner{Templates: inZone, Closed: pl.Closed, MaxAlternatives: pl.MaxAlternatives})
+		if len(r.Unschedulable) == 0 && (best == nil || r.PricePerHour() < best.PricePerHour()) {
+			best = r
 		}
 	}
 	if best != nil {
 		return best, ""
 	}
-	plan := pl.Plan(ctx, pods)
-	if len(plan.Unschedulable) > 0 {
-		u := plan.Unschedulable[0]
-		return nil, fmt.Sprintf("pod %s/%s: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+	r := plan(pl)
+	if len(r.Unschedulable) > 0 {
+		var why []string
+		for _, u := range r.Unschedulable[:min(len(r.Unschedulable), 3)] {
+			why = append(why, fmt.Sprintf("pod %s/%s: %s", u.Pod.Namespace, u.Pod.Name, u.Reason))
+		}
+		if n := len(r.Unschedulable); n > 3 {
+			why = append(why, fmt.Sprintf("and %d more", n-3))
+		}
+		return nil, strings.Join(why, "; ")
 	}
-	return plan, ""
+	return r, ""
 }
 
 // zonesOf lists the templates' zones, sorted.

@@ -33,7 +33,7 @@ func TestPlanWhole(t *testing.T) {
 		{"a pod too big", append(gang(2, "1"), pod(t, "huge", "64", "1Gi", nil)), 0, "huge"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, why := testPlanner(t).PlanWhole(context.Background(), tc.pods)
+			plan, why := testPlanner(t).PlanWhole(context.Background(), tc.pods, true)
 			if tc.zones == 0 {
 				if plan != nil || !strings.Contains(why, tc.why) {
 					t.Fatalf("plan %v, why %q; want no plan, saying %q", plan, why, tc.why)

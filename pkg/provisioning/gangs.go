@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/planning"
 )
 
@@ -51,8 +53,14 @@ func gangOf(pod *corev1.Pod) string { return pod.Labels[schedv1alpha1.PodGroupLa
 type gangState struct {
 	mu sync.Mutex
 	// held are gang pods waiting for siblings that have not failed to schedule yet: they join
-	// the next batch.
+	// the next batch, or go back to the batcher when a sibling is reserved a node.
 	held map[types.UID]*planning.Pod
+	// reserved are gang pods the scheduler reserved a node for, with the state of that cycle: they
+	// wait at Coscheduling's Permit for the rest, and are planned with them (see gangReady).
+	reserved map[types.UID]*planning.Pod
+	// untried are gang pods for which the scheduler tried no node (Coscheduling's PreFilter
+	// turned them away while their gang was short of pods).
+	untried map[types.UID]bool
 	// waiting says why each gang that got no claim waits (tailor_provisioning_gangs_waiting).
 	waiting map[string]string
 	backoff *flowcontrol.Backoff
@@ -60,7 +68,7 @@ type gangState struct {
 
 func (g *gangState) init() {
 	if g.held == nil {
-		g.held, g.waiting = map[types.UID]*planning.Pod{}, map[string]string{}
+		g.held, g.waiting, g.reserved, g.untried = map[types.UID]*planning.Pod{}, map[string]string{}, map[types.UID]*planning.Pod{}, map[types.UID]bool{}
 		g.backoff = flowcontrol.NewBackOffWithJitter(gangBackoffStart, gangBackoffMax, 0.2)
 	}
 }
@@ -92,11 +100,74 @@ func (g *gangState) withHeld(batch []*planning.Pod) []*planning.Pod {
 	return batch
 }
 
-// forget drops a deleted pod from the held ones.
+// forget drops a deleted pod.
 func (g *gangState) forget(uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.held, uid)
+	delete(g.reserved, uid)
+	delete(g.untried, uid)
+}
+
+// markUntried notes that no node was tried for a gang's pod.
+func (g *gangState) markUntried(pod *corev1.Pod) {
+	if gangOf(pod) == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	g.untried[pod.UID] = true
+}
+
+// takeUntried returns whether no node was tried for the pod, and forgets it.
+func (g *gangState) takeUntried(uid types.UID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	untried := g.untried[uid]
+	delete(g.untried, uid)
+	return untried
+}
+
+// reservedPod is the gang pod the scheduler reserved a node for, or nil.
+func (g *gangState) reservedPod(uid types.UID) *planning.Pod {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reserved[uid]
+}
+
+// GangMember says whether provisioning plans the pod as a gang's.
+func (p *Provisioner) GangMember(pod *corev1.Pod) bool {
+	return p.PodGroups != nil && gangOf(pod) != ""
+}
+
+// GangMemberReserved notes that the scheduler reserved a node for a gang's pod, which now waits at
+// Permit for its siblings, and sends the siblings held for it back to the batcher: with it they
+// may make the gang's minMember. pod carries the state of the cycle that reserved it.
+func (p *Provisioner) GangMemberReserved(pod *planning.Pod) {
+	g := &p.gangs
+	g.mu.Lock()
+	g.init()
+	g.reserved[pod.Pod.UID] = pod
+	var siblings []*planning.Pod
+	for uid, h := range g.held {
+		if h.Pod.Namespace == pod.Pod.Namespace && gangOf(h.Pod) == gangOf(pod.Pod) {
+			siblings = append(siblings, h)
+			delete(g.held, uid)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range siblings {
+		p.batcher.Add(s)
+	}
+}
+
+// GangMemberUnreserved notes that a gang's pod lost its node (Permit gave up, or binding failed).
+func (p *Provisioner) GangMemberUnreserved(pod *corev1.Pod) {
+	g := &p.gangs
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.reserved, pod.UID)
 }
 
 // wait records why a gang waits and returns how long until its pods are planned again.
@@ -183,25 +254,89 @@ func (p *Provisioner) gangReady(ctx context.Context, g *gang) bool {
 		p.gangWaits(ctx, g, GangIncomplete, fmt.Sprintf("gang %s has %d of its minMember %d pods; Tailor launches its nodes once all exist", g.key, len(members), minMember), false)
 		return false
 	}
+	if p.triedFirst(ctx, g) {
+		return false
+	}
 	inBatch := map[types.UID]bool{}
 	for _, pod := range g.pods {
 		inBatch[pod.Pod.UID] = true
 	}
 	placed := 0
+	var atPermit []*planning.Pod
 	for _, m := range members {
-		if inBatch[m.UID] {
-			continue
-		}
-		if _, onClaim := p.Ledger.Lookup(m.UID); onClaim || m.Spec.NodeName != "" {
+		switch {
+		case inBatch[m.UID]:
+		case m.Spec.NodeName != "" || p.onLiveClaim(m.UID):
 			placed++
+		case p.gangs.reservedPod(m.UID) != nil:
+			atPermit = append(atPermit, p.gangs.reservedPod(m.UID))
 		}
 	}
-	if placed+len(g.pods) < minMember {
-		klog.FromContext(ctx).V(4).Info("Gang held for its siblings", "podGroup", g.key, "inBatch", len(g.pods), "placed", placed, "minMember", minMember)
+	if placed+len(g.pods)+len(atPermit) < minMember {
+		klog.FromContext(ctx).V(4).Info("Gang held for its siblings", "podGroup", g.key, "inBatch", len(g.pods), "atPermit", len(atPermit), "placed", placed, "minMember", minMember)
 		p.gangs.hold(g.pods)
 		return false
 	}
+	// A member waiting at Permit on a node that is up is planned with the rest: left there, it
+	// would be turned away each time a sibling fails to schedule while the gang's nodes boot,
+	// and try again at once (Coscheduling activates siblings), hundreds of times a second. Once
+	// on a claim, it keeps to its own node (GangRefusal).
+	g.pods = append(g.pods, atPermit...)
 	return true
+}
+
+// triedFirst hands back to the scheduler, once, the pods of a gang now whole that no node was tried
+// for (Coscheduling's PreFilter turned them away while the gang was short of pods), and holds the
+// others: those that fit the free room of nodes that are up take it and wait at Permit (they count
+// as placed, see GangMemberReserved), and Tailor plans the rest. It says whether it handed any back.
+func (p *Provisioner) triedFirst(ctx context.Context, g *gang) bool {
+	var back []*corev1.Pod
+	for _, pod := range g.pods {
+		if p.gangs.takeUntried(pod.Pod.UID) && p.firstHandBack(pod.Pod.UID) {
+			back = append(back, pod.Pod)
+		}
+	}
+	if len(back) == 0 {
+		return false
+	}
+	var hold []*planning.Pod
+	for _, pod := range g.pods {
+		if !slices.Contains(back, pod.Pod) {
+			hold = append(hold, pod)
+		}
+	}
+	p.gangs.hold(hold)
+	p.giveBack(ctx, back, "their gang has its minMember pods: the scheduler tries the nodes that are up first")
+	return true
+}
+
+// GangRefusal says why a gang's pod planned onto a claim may not go to the named node ("" if it
+// may): a gang's pods keep to the nodes launched for them together. Landing in free room
+// elsewhere while their own nodes boot, a member would wait at Permit, its siblings fail, and
+// Coscheduling turn it away again, over and over; and its own node would stay empty.
+func (p *Provisioner) GangRefusal(pod *corev1.Pod, node string) string {
+	if p.PodGroups == nil || gangOf(pod) == "" {
+		return ""
+	}
+	r, ok := p.Ledger.Lookup(pod.UID)
+	switch {
+	case !ok || r.NodeName == node:
+		return ""
+	case r.NodeName == "":
+		return fmt.Sprintf("planned with its gang onto claim %s, not launched yet", r.Claim)
+	}
+	return fmt.Sprintf("planned with its gang onto node %s (claim %s)", r.NodeName, r.Claim)
+}
+
+// onLiveClaim says whether the pod waits on a claim that is neither failed nor going: its gang's
+// members on a failed launch are planned again with it, not counted as placed.
+func (p *Provisioner) onLiveClaim(uid types.UID) bool {
+	r, ok := p.Ledger.Lookup(uid)
+	if !ok {
+		return false
+	}
+	c, ok := p.Claims.Get(r.Claim)
+	return !ok || c.DeletionTimestamp == nil && c.Status.Phase != v1alpha1.ClaimFailed
 }
 
 // gangWaits tells the gang's PodGroup and pods why it gets no node, counts it, and (retry) has
@@ -227,7 +362,7 @@ func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string
 // provisionGang plans a ready gang on its own and records its claims together, or says why not.
 func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
 	closed := p.closedPools(ctx, templates)
-	plan, why := (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods)
+	plan, why := (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods, p.Args.GangZonePolicy != config.GangAnyZone)
 	if plan == nil {
 		p.gangWaits(ctx, g, GangUnplannable, fmt.Sprintf("Tailor cannot launch capacity for the whole gang %s, so it launches none: %s", g.key, why), true)
 		return

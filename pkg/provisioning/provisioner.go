@@ -104,10 +104,15 @@ func New(o Options) *Provisioner {
 // ledger and tells the lifecycle which claims pods want.
 func (p *Provisioner) Reservations() *Reservations { return p.reservations }
 
-// Enqueue hands a pod to the batcher unless it is already waiting or being planned.
-func (p *Provisioner) Enqueue(pod *planning.Pod) {
+// Enqueue hands a pod to the batcher unless it is already waiting or being planned. untried says
+// that no node was tried for it: a PreFilter plugin turned it away (Coscheduling's, while its
+// gang was short of pods).
+func (p *Provisioner) Enqueue(pod *planning.Pod, untried bool) {
 	if p.Busy(pod.Pod.UID) {
 		return
+	}
+	if untried {
+		p.gangs.markUntried(pod.Pod)
 	}
 	p.batcher.Add(pod)
 }

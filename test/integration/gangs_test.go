@@ -221,3 +221,51 @@ func TestConsolidationKeepsGangWhole(t *testing.T) {
 		t.Errorf("%d claims, want both nodes kept", n)
 	}
 }
+
+// A gang that fits the free room of nodes that are up runs there with no launch (the scheduler
+// tries them once all its pods exist); one that needs a new node gets all its nodes new, launched
+// together in one zone, and none of its pods is left in the free room (where Coscheduling would
+// turn it away each time a sibling fails while the new nodes boot).
+func TestGangAndRoomOnNodesThatAreUp(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		pods             int
+		apart            bool
+		claims, onFiller int
+	}{
+		{"fits the room", 2, false, 0, 2},
+		{"needs a node", 3, true, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			createPod(t, ns, "filler", "400m", "512Mi")
+			filler := waitRunning(t, ns, 1)[0]
+			fleets := world.Sim.Calls("CreateFleet")
+			var opts []podOption
+			if tc.apart {
+				opts = append(opts, onePerNode("g"))
+			}
+			createGang(t, ns, "g", int32(tc.pods), tc.pods, "200m", "256Mi", opts...)
+			pods := waitRunning(t, ns, tc.pods+1)
+			onFiller := 0
+			for _, p := range pods {
+				if p.Labels[schedv1alpha1.PodGroupLabel] == "g" && p.Spec.NodeName == filler.Spec.NodeName {
+					onFiller++
+				}
+			}
+			var gang []*v1alpha1.Claim
+			for _, c := range listClaims(t) {
+				if c.Spec.Gang != nil {
+					gang = append(gang, c)
+				}
+			}
+			if len(gang) > 0 {
+				gangClaims(t, gang, ns+"/g")
+			}
+			if onFiller != tc.onFiller || len(gang) != tc.claims || world.Sim.Calls("CreateFleet")-fleets != tc.claims {
+				t.Errorf("%d gang pods on the filler's node, %d gang claims, %d CreateFleet calls; want %d, %d and %d",
+					onFiller, len(gang), world.Sim.Calls("CreateFleet")-fleets, tc.onFiller, tc.claims, tc.claims)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ const (
 
 	DefaultConsolidationInterval                = 15 * time.Second
 	DefaultConsolidationMinSavingsPercent int32 = 10
+	DefaultGangZonePolicy                       = "SameZone"
 	DefaultConsolidationPolicy                  = "WhenEmptyOrUnderutilized"
 	DefaultConsolidateAfter                     = 30 * time.Second
 	DefaultBudgetNodes                          = "10%"
@@ -44,6 +45,9 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 	}
 	if obj.ConsolidationMinSavingsPercent == nil {
 		obj.ConsolidationMinSavingsPercent = ptr.To(DefaultConsolidationMinSavingsPercent)
+	}
+	if obj.GangZonePolicy == nil {
+		obj.GangZonePolicy = ptr.To(DefaultGangZonePolicy)
 	}
 	for i := range obj.Pools {
 		p := &obj.Pools[i]

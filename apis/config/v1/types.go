@@ -48,6 +48,10 @@ type TailorArgs struct {
 	// Health scheduled changes to. Tailor then replaces and drains a node before EC2 takes it
 	// away. Empty (the default) turns interruption handling off.
 	InterruptionQueue string `json:"interruptionQueue,omitempty"`
+	// GangZonePolicy says where a gang's (a Coscheduling PodGroup's) new nodes go: SameZone puts
+	// them in one zone, so its members talk without crossing zones, unless the pods' own
+	// constraints spread them; AnyZone plans them as any other pods. Defaults to SameZone.
+	GangZonePolicy *string `json:"gangZonePolicy,omitempty"`
 }
 
 // Pool is one kind of capacity.

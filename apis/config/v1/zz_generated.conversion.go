@@ -282,6 +282,9 @@ func autoConvert_v1_TailorArgs_To_config_TailorArgs(in *TailorArgs, out *config.
 		return err
 	}
 	out.InterruptionQueue = in.InterruptionQueue
+	if err := metav1.Convert_Pointer_string_To_string(&in.GangZonePolicy, &out.GangZonePolicy, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -327,6 +330,9 @@ func autoConvert_config_TailorArgs_To_v1_TailorArgs(in *config.TailorArgs, out *
 		return err
 	}
 	out.InterruptionQueue = in.InterruptionQueue
+	if err := metav1.Convert_string_To_Pointer_string(&in.GangZonePolicy, &out.GangZonePolicy, s); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -208,6 +208,11 @@ func (in *TailorArgs) DeepCopyInto(out *TailorArgs) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.GangZonePolicy != nil {
+		in, out := &in.GangZonePolicy, &out.GangZonePolicy
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

@@ -90,6 +90,9 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	if args.ConsolidationMinSavingsPercent < 0 || args.ConsolidationMinSavingsPercent > 90 {
 		errs = append(errs, field.Invalid(path.Child("consolidationMinSavingsPercent"), args.ConsolidationMinSavingsPercent, "must be between 0 and 90"))
 	}
+	if p := args.GangZonePolicy; p != config.GangSameZone && p != config.GangAnyZone {
+		errs = append(errs, field.NotSupported(path.Child("gangZonePolicy"), p, []string{config.GangSameZone, config.GangAnyZone}))
+	}
 	if q := args.InterruptionQueue; q != "" {
 		if err := ValidateQueue(q); err != "" {
 			errs = append(errs, field.Invalid(path.Child("interruptionQueue"), q, err))

@@ -27,7 +27,7 @@ func validArgs() *config.TailorArgs {
 		ClusterName: "prod", Region: "us-east-1", KubernetesVersion: "1.34",
 		BatchIdleDuration: metav1.Duration{Duration: 100 * time.Millisecond}, BatchMaxDuration: metav1.Duration{Duration: time.Second},
 		RegistrationTimeout:   metav1.Duration{Duration: 15 * time.Minute},
-		ConsolidationInterval: metav1.Duration{Duration: 15 * time.Second}, ConsolidationMinSavingsPercent: 10,
+		ConsolidationInterval: metav1.Duration{Duration: 15 * time.Second}, ConsolidationMinSavingsPercent: 10, GangZonePolicy: config.GangSameZone,
 		Pools: []config.Pool{{
 			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
@@ -95,6 +95,7 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "bad cron", mutate: func(a *config.TailorArgs) { a.Pools[0].Disruption.Budgets[1].Schedule = "at nine" }, want: []string{`args.pools[0].disruption.budgets[1].schedule: Invalid value: "at nine"`}},
 		{name: "zero consolidation interval", mutate: func(a *config.TailorArgs) { a.ConsolidationInterval.Duration = 0 }, want: []string{"args.consolidationInterval: Invalid value"}},
 		{name: "savings over 90%", mutate: func(a *config.TailorArgs) { a.ConsolidationMinSavingsPercent = 95 }, want: []string{"args.consolidationMinSavingsPercent: Invalid value: 95"}},
+		{name: "gang zone policy", mutate: func(a *config.TailorArgs) { a.GangZonePolicy = "Nearby" }, want: []string{`args.gangZonePolicy: Unsupported value: "Nearby"`}},
 		{name: "bad cluster name", mutate: func(a *config.TailorArgs) { a.ClusterName = "prod.eu" }, want: []string{`args.clusterName: Invalid value: "prod.eu"`}},
 		{name: "bad taint effect", mutate: func(a *config.TailorArgs) { a.Pools[0].Taints[0].Effect = "Sometimes" }, want: []string{"args.pools[0].taints[0].effect: Unsupported value"}},
 		{name: "unsupported limit", mutate: func(a *config.TailorArgs) {

@@ -122,7 +122,9 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	pl.daemons.refresh(ctx)
 	pl.upcoming.refresh(ctx)
 	// The planner asks the profile's Filter plugins with the state this cycle computed.
-	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
+	// A node absent from the statuses has the PreFilter's: Coscheduling's, if it turned the pod
+	// away before any node was tried.
+	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}), heldForGang(statuses.Get("")))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
 }
 
@@ -160,9 +162,13 @@ func (pl *Plugin) Score(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, ni
 }
 
 // Filter refuses a node whose free room is kept for other workloads' pods still to come
-// (provisioning.Expectations): the plan launched it for them.
+// (provisioning.Expectations): the plan launched it for them; and keeps a gang's pods planned
+// onto claims to their own nodes (Provisioner.GangRefusal).
 func (pl *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	if why := pl.expected.Refusal(pod, ni); why != "" {
+		return fwk.NewStatus(fwk.Unschedulable, why)
+	}
+	if why := pl.prov.GangRefusal(pod, ni.Node().Name); why != "" {
 		return fwk.NewStatus(fwk.Unschedulable, why)
 	}
 	return nil
@@ -172,12 +178,16 @@ func (pl *Plugin) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 func (pl *Plugin) ScoreExtensions() framework.ScoreExtensions { return nil }
 
 // Reserve takes the pod off its claim: it has a node now.
-func (pl *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (pl *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	pl.prov.Reserved(pod.UID)
+	if pl.prov.GangMember(pod) {
+		pl.prov.GangMemberReserved(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
+	}
 	return nil
 }
 
 // Unreserve puts the pod back on its claim: binding failed.
 func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.prov.Unreserved(pod.UID)
+	pl.prov.GangMemberUnreserved(pod)
 }
