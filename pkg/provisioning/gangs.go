@@ -162,7 +162,8 @@ func (p *Provisioner) GangMemberReserved(pod *planning.Pod) {
 	}
 }
 
-// GangMemberUnreserved notes that a gang's pod lost its node (Permit gave up, or binding failed).
+// GangMemberUnreserved notes that a gang's pod lost its node (Permit gave up, or binding failed),
+// or no longer needs its reservation noted (it is bound).
 func (p *Provisioner) GangMemberUnreserved(pod *corev1.Pod) {
 	g := &p.gangs
 	g.mu.Lock()

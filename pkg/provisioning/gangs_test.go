@@ -635,3 +635,75 @@ func TestProvisionGang(t *testing.T) {
 		})
 	}
 }
+
+// A gang's pod planned onto a claim keeps to that claim's node; pods of no gang, and gang pods on
+// no claim, go anywhere.
+func TestGangRefusal(t *testing.T) {
+	w := newGangWorld(t)
+	member := w.add(t, gangMember{name: "t0", group: "train", onClaim: true}).Pod
+	loose := w.add(t, gangMember{name: "t1", group: "train"}).Pod
+	solo := w.add(t, gangMember{name: "s", onClaim: true}).Pod
+	if why := w.p.GangRefusal(member, "node-1"); !strings.Contains(why, "not launched yet") {
+		t.Errorf("before its claim launched: %q, want a refusal", why)
+	}
+	w.l.Ledger.SetNodeName("claim-t0", "node-2")
+	for node, refused := range map[string]bool{"node-1": true, "node-2": false} {
+		if why := w.p.GangRefusal(member, node); (why != "") != refused {
+			t.Errorf("%s: %q, want refused %v", node, why, refused)
+		}
+	}
+	if why := w.p.GangRefusal(loose, "node-1") + w.p.GangRefusal(solo, "node-1"); why != "" {
+		t.Errorf("a gang pod on no claim or a pod of no gang is refused: %q", why)
+	}
+}
+
+// Pods Coscheduling's PreFilter turned away before any node was tried go back to the scheduler
+// once their gang is whole, to try the nodes that are up; failing again, they are planned.
+func TestGangUntriedPodsTryNodesThatAreUpFirst(t *testing.T) {
+	w := newGangWorld(t)
+	var activated []string
+	w.p.Activate = func(ps []*corev1.Pod) {
+		for _, p := range ps {
+			activated = append(activated, p.Name)
+		}
+	}
+	w.podGroup(t, "train", 2)
+	batch := []*planning.Pod{w.add(t, gangMember{name: "t0", group: "train"}), w.add(t, gangMember{name: "t1", group: "train"})}
+	for _, p := range batch {
+		w.p.gangs.markUntried(p.Pod)
+	}
+	if _, ready := w.p.splitGangs(context.Background(), batch); len(ready) != 0 || !slices.Equal(activated, []string{"t0", "t1"}) {
+		t.Fatalf("first batch: %d gangs ready, %v activated; want none ready, both handed back", len(ready), activated)
+	}
+	for _, p := range batch {
+		w.p.gangs.markUntried(p.Pod) // turned away again (the gang backed off)
+	}
+	if _, ready := w.p.splitGangs(context.Background(), batch); len(ready) != 1 || len(activated) != 2 {
+		t.Errorf("second batch: %d gangs ready, %v activated; want the gang planned, nothing handed back again", len(ready), activated)
+	}
+}
+
+// A member the scheduler reserved a node for (waiting at Permit) is planned with the pods of its
+// gang that failed, and its reservation sends siblings held for it back to the batcher.
+func TestGangMemberAtPermitIsPlannedWithTheRest(t *testing.T) {
+	w := newGangWorld(t)
+	w.podGroup(t, "train", 3)
+	t0 := w.add(t, gangMember{name: "t0", group: "train"})
+	t1 := w.add(t, gangMember{name: "t1", group: "train"})
+	t2 := w.add(t, gangMember{name: "t2", group: "train"})
+	if _, ready := w.p.splitGangs(context.Background(), []*planning.Pod{t0}); len(ready) != 0 {
+		t.Fatal("one pod of three made a gang")
+	}
+	w.p.GangMemberReserved(t2)
+	if w.p.batcher.Len() != 1 || !w.p.batcher.Has(t0.Pod.UID) {
+		t.Errorf("the held pod is not back in the batcher (%d pods there)", w.p.batcher.Len())
+	}
+	_, ready := w.p.splitGangs(context.Background(), []*planning.Pod{t0, t1})
+	if len(ready) != 1 || !slices.Equal(podNames(ready[0].pods), []string{"t0", "t1", "t2"}) {
+		t.Fatalf("ready %v, want the gang t0, t1 and t2 (at Permit)", ready)
+	}
+	w.p.GangMemberUnreserved(t2.Pod)
+	if _, ready := w.p.splitGangs(context.Background(), []*planning.Pod{t0, t1}); len(ready) != 0 {
+		t.Error("a member no longer reserved still counts")
+	}
+}

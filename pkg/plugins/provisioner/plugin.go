@@ -31,7 +31,7 @@ import (
 // Name is the plugin's name in profiles; its args kind is TailorArgs.
 const Name = "Tailor"
 
-// Plugin implements PostFilter, Reserve and Unreserve.
+// Plugin implements PostFilter, Filter, PreScore and Score, Reserve and Unreserve, and PostBind.
 type Plugin struct {
 	handle framework.Handle
 	args   *config.TailorArgs
@@ -55,6 +55,7 @@ var (
 	_ framework.PreScorePlugin   = &Plugin{}
 	_ framework.ScorePlugin      = &Plugin{}
 	_ framework.FilterPlugin     = &Plugin{}
+	_ framework.PostBindPlugin   = &Plugin{}
 )
 
 // NewFactory returns the plugin's factory. configFile is the scheduler's --config: consolidation
@@ -102,7 +103,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		switch {
 		case r.NodeName == "":
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for claim %s to launch", r.Claim))
-		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses.Get(r.NodeName)):
+		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses, r.NodeName):
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
 			pl.prov.Forget(pod.UID)
@@ -124,7 +125,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	// The planner asks the profile's Filter plugins with the state this cycle computed.
 	// A node absent from the statuses has the PreFilter's: Coscheduling's, if it turned the pod
 	// away before any node was tried.
-	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}), heldForGang(statuses.Get("")))
+	pl.prov.Enqueue(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}), heldForGang(statuses, ""))
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for capacity: Tailor is planning a launch")
 }
 
@@ -141,10 +142,16 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 }
 
 // heldForGang says whether the node's status is Coscheduling's: its PreFilter turned the pod
-// away before any node was tried (the gang backed off, or short of its minResources while its
-// nodes start). The node did not refuse the pod, which stays nominated there: planned again, a
-// gang member would get a second node.
-func heldForGang(s *fwk.Status) bool { return s != nil && s.Plugin() == coscheduling.Name }
+// away before any node was tried (the gang was short of pods or backed off, or short of its
+// minResources while its nodes start). The node did not refuse the pod, which stays nominated
+// there: planned again, a gang member would get a second node.
+func heldForGang(statuses framework.NodeToStatusReader, node string) bool {
+	if statuses == nil {
+		return false
+	}
+	s := statuses.Get(node)
+	return s != nil && s.Plugin() == coscheduling.Name
+}
 
 // PreScore skips Score when no claim keeps room for pods still to come.
 func (pl *Plugin) PreScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
@@ -184,6 +191,11 @@ func (pl *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.P
 		pl.prov.GangMemberReserved(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
 	}
 	return nil
+}
+
+// PostBind forgets the cycle state kept for a gang's pod while it waited at Permit: it is bound.
+func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	pl.prov.GangMemberUnreserved(pod)
 }
 
 // Unreserve puts the pod back on its claim: binding failed.
