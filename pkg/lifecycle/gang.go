@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -195,6 +196,11 @@ func (c *Controller) abandonGang(ctx context.Context, claims []*v1alpha1.Claim, 
 		c.recordFailed(ctx, s, cause, offeringErrs, delay, "", inst)
 	}
 	logger.Info("Gang given up: no claim of it is left to run", "claims", len(claims), "instancesTerminated", len(ids), "reason", cause, "retryAfter", delay)
+	if len(claims) > 0 {
+		ns, name, _ := strings.Cut(claims[0].Spec.Gang.PodGroup, "/")
+		ref := &corev1.ObjectReference{APIVersion: "scheduling.x-k8s.io/v1alpha1", Kind: "PodGroup", Namespace: ns, Name: name}
+		c.Recorder.Eventf(ref, nil, corev1.EventTypeWarning, "GangNotProvisioned", "Provisioning", "%v; its pods are planned again, whole, in %s", cause, delay.Round(time.Second))
+	}
 }
 
 // oldest is the creation time of the oldest claim.

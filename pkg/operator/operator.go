@@ -62,8 +62,9 @@ type Operator struct {
 	pods     cache.SharedIndexInformer
 	nodes    cache.SharedIndexInformer
 	// podGroups informs on Coscheduling's PodGroups, when the profile runs it (else nil).
-	podGroups  pginformers.SharedInformerFactory
-	daemonSets cache.SharedIndexInformer
+	podGroups       pginformers.SharedInformerFactory
+	podGroupsSynced func() bool
+	daemonSets      cache.SharedIndexInformer
 	// workloads are the ReplicaSets, StatefulSets and Jobs, whose pods still to come are a
 	// scale-up under way, and the Deployments, whose ReplicaSets may still come.
 	workloads     []cache.SharedIndexInformer
@@ -173,7 +174,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
 		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
-		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming, PodGroups: podGroups,
+		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming, PodGroups: podGroups, PodGroupsSynced: o.podGroupsSynced,
 	})
 	o.registerMetrics()
 	if err := o.forgetDeletedPods(); err != nil {
@@ -214,7 +215,7 @@ func (o *Operator) watchPodGroups(h framework.Handle, prof *profile.Profile) (pg
 	}
 	o.podGroups = pginformers.NewSharedInformerFactory(client, 0)
 	podGroups := o.podGroups.Scheduling().V1alpha1().PodGroups()
-	podGroups.Informer()
+	o.podGroupsSynced = podGroups.Informer().HasSynced
 	return podGroups.Lister(), nil
 }
 
@@ -309,8 +310,9 @@ func (o *Operator) Start(ctx context.Context, onReady func()) {
 			synced = append(synced, inf.HasSynced)
 		}
 		if o.podGroups != nil {
+			// Not waited for: without the PodGroup CRD it never syncs, and Tailor must still
+			// serve every other pod. Until it has, gangs are held (provisioning/gangs.go).
 			o.podGroups.Start(ctx.Done())
-			synced = append(synced, o.podGroups.Scheduling().V1alpha1().PodGroups().Informer().HasSynced)
 		}
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return

@@ -240,6 +240,11 @@ func (p *Provisioner) splitGangs(ctx context.Context, pods []*planning.Pod) (sol
 // gangReady says whether the gang can be planned now; if not, it has explained or held it.
 func (p *Provisioner) gangReady(ctx context.Context, g *gang) bool {
 	ns, name, _ := strings.Cut(g.key, "/")
+	if p.PodGroupsSynced != nil && !p.PodGroupsSynced() {
+		klog.FromContext(ctx).Info("PodGroups not listed yet (is the PodGroup CRD installed?); gang held", "podGroup", g.key)
+		p.gangs.hold(g.pods)
+		return false
+	}
 	pg, err := p.PodGroups.PodGroups(ns).Get(name)
 	if err != nil {
 		p.gangWaits(ctx, g, GangNoPodGroup, fmt.Sprintf("PodGroup %s does not exist (%v): Coscheduling binds none of its pods, so Tailor launches nothing for them", g.key, err), false)

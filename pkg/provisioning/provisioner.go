@@ -54,6 +54,9 @@ type Options struct {
 	// PodGroups, if set, finds the gangs' PodGroups (Coscheduling's): a gang's pods are planned
 	// whole (gangs.go). Nil when the profile does not run Coscheduling.
 	PodGroups schedlisters.PodGroupLister
+	// PodGroupsSynced, if set, says whether PodGroups has listed them all: until then a gang is
+	// held, not told its PodGroup is missing.
+	PodGroupsSynced func() bool
 	// Upcoming, if set, lists a pod of each workload that owes pods and has created none yet,
 	// as its controller will create it, with its PreFilter state: those workloads are planned
 	// with the batch too (expected.go).

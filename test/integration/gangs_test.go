@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	schedv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -29,10 +30,13 @@ func createGang(t *testing.T, ns, name string, minMember int32, pods int, cpu, m
 	}
 }
 
-// createPodGroup creates a PodGroup of minMember.
-func createPodGroup(t *testing.T, ns, name string, minMember int32) {
+// createPodGroup creates a PodGroup of minMember (and minResources, if given).
+func createPodGroup(t *testing.T, ns, name string, minMember int32, minResources ...corev1.ResourceList) {
 	t.Helper()
 	pg := &schedv1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: schedv1alpha1.PodGroupSpec{MinMember: minMember}}
+	if len(minResources) > 0 {
+		pg.Spec.MinResources = minResources[0]
+	}
 	// PodGroups have no protobuf encoding.
 	cfg := rest.CopyConfig(world.CP.Config)
 	cfg.ContentType = "application/json"
@@ -100,10 +104,11 @@ func TestGangRunsWhole(t *testing.T) {
 	}
 }
 
-// waitGangEvent waits for a GangNotProvisioned event on the PodGroup and returns its message.
-func waitGangEvent(t *testing.T, ns, podGroup string) string {
+// waitGangEvent waits for a GangNotProvisioned event on the PodGroup (one saying the given text,
+// if any) and returns its message.
+func waitGangEvent(t *testing.T, ns, podGroup string, saying ...string) string {
 	t.Helper()
-	return waitEventOn(t, ns, "involvedObject.kind=PodGroup,involvedObject.name="+podGroup, "GangNotProvisioned")
+	return waitEventOn(t, ns, "involvedObject.kind=PodGroup,involvedObject.name="+podGroup, "GangNotProvisioned", saying...)
 }
 
 // A gang of 3 pods whose minMember is 4 gets no claim; its PodGroup and pods say why.
@@ -179,6 +184,7 @@ func TestGangInsufficientCapacityLeavesNothingAlone(t *testing.T) {
 	if len(pods) != 4 || len(running) != 4 {
 		t.Errorf("%d pods on %d claims, want 4 on 4", len(pods), len(running))
 	}
+	waitGangEvent(t, ns, "ice", "InsufficientInstanceCapacity")
 }
 
 // Consolidation leaves a running gang whole: the node of a gang's pod, which could be emptied
@@ -268,4 +274,29 @@ func TestGangAndRoomOnNodesThatAreUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A gang whose minResources the nodes that are up cannot hold is turned away by Coscheduling's
+// PreFilter, which provisioning takes as something it can fix: the gang gets its nodes and runs.
+func TestGangMinResourcesAreProvisioned(t *testing.T) {
+	ns := newNamespace(t)
+	createPodGroup(t, ns, "big", 2, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")})
+	for i := range 2 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("big-%d", i),
+			Labels: map[string]string{schedv1alpha1.PodGroupLabel: "big"}}, Spec: podSpec("3", "4Gi")}
+		if _, err := world.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRunning(t, ns, 2)
+	var gang []*v1alpha1.Claim
+	for _, c := range listClaims(t) {
+		if c.Spec.Gang != nil {
+			gang = append(gang, c)
+		}
+	}
+	if len(gang) == 0 {
+		t.Fatal("no gang claim")
+	}
+	gangClaims(t, gang, ns+"/big")
 }

@@ -185,8 +185,8 @@ func waitEvent(t *testing.T, ns, pod, reason string) string {
 }
 
 // waitEventOn waits for an event with the reason on the objects the field selector picks, and
-// returns its message.
-func waitEventOn(t *testing.T, ns, selector, reason string) string {
+// returns its message; with saying, only an event whose message has it counts.
+func waitEventOn(t *testing.T, ns, selector, reason string, saying ...string) string {
 	t.Helper()
 	var msg string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
@@ -195,7 +195,7 @@ func waitEventOn(t *testing.T, ns, selector, reason string) string {
 			return false, nil
 		}
 		for _, e := range evs.Items {
-			if e.Reason == reason {
+			if e.Reason == reason && (len(saying) == 0 || strings.Contains(e.Message, saying[0])) {
 				msg = e.Message
 				return true, nil
 			}
@@ -203,7 +203,7 @@ func waitEventOn(t *testing.T, ns, selector, reason string) string {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no %s event on %s in %s: %v\n%s", reason, selector, ns, err, describePods(ns))
+		t.Fatalf("no %s event %v on %s in %s: %v\n%s", reason, saying, selector, ns, err, describePods(ns))
 	}
 	return msg
 }
