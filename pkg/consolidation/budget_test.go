@@ -91,10 +91,19 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, why := judge(tc.pod, tc.pdbs, judgedAt); got != tc.want || (got == block) != (why != "") {
+			if got, why := judge(tc.pod, ruleInput{pdbs: tc.pdbs, now: judgedAt, gangs: true}); got != tc.want || (got == block) != (why != "") {
 				t.Errorf("judge = %v (%q), want %v", got, why, tc.want)
 			}
 		})
+	}
+}
+
+// Without Coscheduling in the profile, a pod-group label makes no gang: the pod is evicted as any.
+func TestJudgeGangsOnlyWithCoscheduling(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"scheduling.x-k8s.io/pod-group": "train"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x", Controller: ptrTrue()}}}}
+	if v, why := judge(p, ruleInput{now: time.Now()}); v != evict {
+		t.Errorf("judge = %v (%q), want evict", v, why)
 	}
 }
 

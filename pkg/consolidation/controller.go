@@ -79,6 +79,9 @@ type Controller struct {
 	// SchedulerName is the profile's: its pending pods are on their way to the nodes, and no
 	// decision takes the room they need.
 	SchedulerName string
+	// Gangs says the profile runs Coscheduling: the pods of a PodGroup are a gang, which
+	// consolidation never splits (the gangMember rule).
+	Gangs bool
 	// Provisioning, if set, says whether this process is planning a batch of pending pods (a
 	// scale-up is under way).
 	Provisioning func() bool
@@ -368,7 +371,7 @@ func (c *Controller) snapshot() (*snapshot, error) {
 	if c.podInfos == nil {
 		c.podInfos = planning.NewPodInfos()
 	}
-	s := &snapshot{now: c.now(), nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
+	s := &snapshot{now: c.now(), gangs: c.Gangs, nodes: nodes, budget: map[string]int{}, minSavings: float64(c.Args.ConsolidationMinSavingsPercent) / 100,
 		rotation: c.passes * maxReplaceQuestions, deletions: deletions, podInfos: c.podInfos}
 	nominated := map[string]bool{}
 	var pending, starting []*corev1.Pod
@@ -565,7 +568,7 @@ func leavingDrainedNodes(nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*polic
 		if !going[p.Spec.NodeName] || p.DeletionTimestamp != nil {
 			continue
 		}
-		if v, _ := judge(p, pdbs, now); v == skip {
+		if v, _ := judge(p, ruleInput{pdbs: pdbs, now: now}); v == skip {
 			continue
 		}
 		out = append(out, boundTo(p, ""))

@@ -48,7 +48,9 @@ type skipped struct {
 
 // snapshot is what one decision pass looks at.
 type snapshot struct {
-	now   time.Time
+	now time.Time
+	// gangs: the profile runs Coscheduling, and a PodGroup's pods are a gang (Controller.Gangs).
+	gangs bool
 	nodes []*corev1.Node
 	pods  []*corev1.Pod
 	pdbs  []*policyv1.PodDisruptionBudget
@@ -207,7 +209,7 @@ func candidates(s *snapshot) ([]*candidate, []skipped) {
 		}
 		blocked := ""
 		for _, p := range c.pods {
-			switch v, why := judge(p, s.pdbs, s.now); v {
+			switch v, why := judge(p, ruleInput{pdbs: s.pdbs, now: s.now, gangs: s.gangs}); v {
 			case evict:
 				c.evict = append(c.evict, p)
 			case block:

@@ -48,7 +48,7 @@ func (c *Controller) forcedDrainStep(ctx context.Context, o *ownedNode, pods []*
 	var toEvict []*corev1.Pod
 	waiting := 0
 	for _, p := range pods {
-		if v, _ := judge(p, nil, c.now()); v == skip {
+		if v, _ := judge(p, ruleInput{now: c.now(), gangs: c.Gangs}); v == skip {
 			continue
 		}
 		if v, why := doNotDisrupt(p, ruleInput{}); waitDoNotDisrupt && v == block {

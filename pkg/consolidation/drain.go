@@ -75,7 +75,7 @@ func (c *Controller) drainStep(ctx context.Context, o *ownedNode, pods []*corev1
 	}
 	var remaining []*corev1.Pod
 	for _, p := range pods {
-		switch v, why := judge(p, nil, c.now()); v {
+		switch v, why := judge(p, ruleInput{now: c.now(), gangs: c.Gangs}); v {
 		case block:
 			c.rollback(ctx, o, "a pod arrived that blocks it: "+why)
 			return
@@ -145,7 +145,7 @@ func (c *Controller) finish(ctx context.Context, o *ownedNode, checkPods bool) {
 			return
 		}
 		for i := range live.Items {
-			if v, _ := judge(&live.Items[i], nil, c.now()); v != skip {
+			if v, _ := judge(&live.Items[i], ruleInput{now: c.now(), gangs: c.Gangs}); v != skip {
 				if disruptedBy(o.node) == methodEmpty {
 					c.rollback(ctx, o, arrivedOnEmpty(&live.Items[i]))
 				}

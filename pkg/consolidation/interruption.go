@@ -122,7 +122,7 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 func interruptedDecision(o *ownedNode, pods []*corev1.Pod, now time.Time) decision {
 	var evict []*corev1.Pod
 	for _, p := range pods {
-		if v, _ := judge(p, nil, now); v != skip {
+		if v, _ := judge(p, ruleInput{now: now}); v != skip {
 			evict = append(evict, p)
 		}
 	}

@@ -27,19 +27,20 @@ const (
 )
 
 // ruleInput is what a rule may look at besides the pod: the cluster's PodDisruptionBudgets (nil:
-// budgets are not asked) and the time of the judgement.
+// budgets are not asked), the time of the judgement, and whether the profile runs Coscheduling
+// (gangs: its PodGroups' pods are gangs).
 type ruleInput struct {
-	pdbs []*policyv1.PodDisruptionBudget
-	now  time.Time
+	pdbs  []*policyv1.PodDisruptionBudget
+	now   time.Time
+	gangs bool
 }
 
 type podRule func(p *corev1.Pod, in ruleInput) (verdict, string)
 
 var podRules = []podRule{finished, stuckTerminating, mirror, daemonSet, doNotDisrupt, gangMember, bare, localStorage, pdbAllowsNone}
 
-// judge applies the rules to one pod at now.
-func judge(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) (verdict, string) {
-	in := ruleInput{pdbs: pdbs, now: now}
+// judge applies the rules to one pod.
+func judge(p *corev1.Pod, in ruleInput) (verdict, string) {
 	for _, r := range podRules {
 		if v, why := r(p, in); v != evict {
 			return v, why
@@ -93,8 +94,8 @@ func doNotDisrupt(p *corev1.Pod, _ ruleInput) (verdict, string) {
 // at Permit for siblings that are not coming, holding a node; moving the whole gang restarts every
 // member, a disruption nobody asked of a consolidation. Tailor moves no running gang; EC2's
 // interruptions, which no rule stops, excepted.
-func gangMember(p *corev1.Pod, _ ruleInput) (verdict, string) {
-	if g := p.Labels[schedv1alpha1.PodGroupLabel]; g != "" {
+func gangMember(p *corev1.Pod, in ruleInput) (verdict, string) {
+	if g := p.Labels[schedv1alpha1.PodGroupLabel]; g != "" && in.gangs {
 		return block, fmt.Sprintf("pod %s/%s belongs to gang %s (a Coscheduling PodGroup), which Tailor does not split or restart", p.Namespace, p.Name, g)
 	}
 	return evict, ""

@@ -69,6 +69,15 @@ func (l *Ledger) Lookup(pod types.UID) (Reservation, bool) {
 	return r, ok
 }
 
+// Consumed returns the reservation the scheduler took for the pod when it reserved it a node
+// (Consume), until Unconsume gives it back or the pod is forgotten.
+func (l *Ledger) Consumed(pod types.UID) (Reservation, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.consumed[pod]
+	return r, ok
+}
+
 // Pods returns the pods still reserved on claim.
 func (l *Ledger) Pods(claim string) []types.UID {
 	l.mu.Lock()

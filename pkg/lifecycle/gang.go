@@ -49,6 +49,8 @@ type gangLaunch struct {
 	price        float64
 	offeringErrs []cloud.OfferingError
 	err          error
+	// interrupted: the call was cut short (shutdown, or launchTimeout); EC2 may have acted.
+	interrupted bool
 }
 
 // launchGang launches the gang of cl whole, or fails it whole.
@@ -59,22 +61,7 @@ func (c *Controller) launchGang(ctx context.Context, cl *v1alpha1.Claim) {
 	claims := c.gangClaims(g)
 	marked := c.launches.mark(claims)
 	defer c.launches.unmark(marked)
-	var toLaunch []*v1alpha1.Claim
-	broken := ""
-	for _, s := range claims {
-		switch {
-		case s.DeletionTimestamp != nil || s.Status.Phase == v1alpha1.ClaimFailed:
-			broken = fmt.Sprintf("claim %s of the gang failed or was deleted", s.Name)
-		case pending(s):
-			toLaunch = append(toLaunch, s)
-		}
-	}
-	if broken == "" && len(claims) < g.Claims {
-		if c.clock().Since(oldest(claims)) < resumeAfter {
-			return // the rest are being recorded; the last one's arrival launches the gang
-		}
-		broken = fmt.Sprintf("only %d of its %d claims were recorded", len(claims), g.Claims)
-	}
+	toLaunch, broken := c.sortGang(g, claims)
 	if broken != "" {
 		c.abandonGang(ctx, claims, nil, fmt.Errorf("gang %s cannot be whole: %s", g.PodGroup, broken), retryAfterFailure)
 		return
@@ -89,48 +76,77 @@ func (c *Controller) launchGang(ctx context.Context, cl *v1alpha1.Claim) {
 		return
 	}
 	results := c.launchAll(ctx, toLaunch)
-	if ctx.Err() != nil {
-		// Shutting down mid-launch: record what launched; the rest stay Pending and are
-		// resumed (their client tokens return any instance EC2 started).
-		for _, r := range results {
-			if r.err == nil {
-				c.launched(ctx, r.claim, r.inst, r.price, r.offeringErrs)
-			}
-		}
-		return
-	}
 	var failed []gangLaunch
+	interrupted := false
 	for _, r := range results {
-		if r.err != nil {
+		switch {
+		case r.interrupted:
+			interrupted = true
+		case r.err != nil:
 			failed = append(failed, r)
 		}
 	}
-	if len(failed) == 0 {
-		for _, r := range results {
-			c.launched(ctx, r.claim, r.inst, r.price, r.offeringErrs)
-		}
-		logger.Info("Launched gang", "claims", len(claims))
+	if len(failed) > 0 {
+		c.failGang(ctx, claims, results, failed)
 		return
 	}
-	c.failGang(ctx, claims, results, failed)
+	// Record what launched, on a context of its own: a shutdown mid-launch must not lose it. A
+	// launch interrupted (shutting down, or timed out) leaves its claim Pending, resumed with its
+	// client token, which returns any instance EC2 started; the gang waits for it whole.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), launchTimeout)
+	defer cancel()
+	for _, r := range results {
+		if r.err == nil {
+			c.launched(rctx, r.claim, r.inst, r.price, r.offeringErrs)
+		}
+	}
+	if !interrupted {
+		logger.Info("Launched gang", "claims", len(claims))
+	}
 }
 
-// launchAll launches the claims at once (at most maxLaunchesInFlight together) and returns each
-// one's result, in the claims' order.
+// sortGang sorts the gang's claims: those to launch (Pending), and why the gang cannot be whole
+// ("" if it can): a claim failed or going, or claims never recorded (after resumeAfter; before,
+// the rest are being recorded and the last one's arrival launches the gang, so nothing is to
+// launch yet).
+func (c *Controller) sortGang(g *v1alpha1.Gang, claims []*v1alpha1.Claim) (toLaunch []*v1alpha1.Claim, broken string) {
+	for _, s := range claims {
+		switch {
+		case s.DeletionTimestamp != nil || s.Status.Phase == v1alpha1.ClaimFailed:
+			broken = fmt.Sprintf("claim %s of the gang failed or was deleted", s.Name)
+		case pending(s):
+			toLaunch = append(toLaunch, s)
+		}
+	}
+	if broken == "" && len(claims) < g.Claims {
+		if c.clock().Since(oldest(claims)) < resumeAfter {
+			return nil, ""
+		}
+		broken = fmt.Sprintf("only %d of its %d claims were recorded", len(claims), g.Claims)
+	}
+	return toLaunch, broken
+}
+
+// launchAll launches the claims at once, each within launchTimeout, taking the launch slots
+// every launch shares (maxLaunchesInFlight), and returns each one's result in the claims' order.
 func (c *Controller) launchAll(ctx context.Context, claims []*v1alpha1.Claim) []gangLaunch {
-	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
-	defer cancel()
 	results := make([]gangLaunch, len(claims))
-	slots := make(chan struct{}, maxLaunchesInFlight)
 	var wg sync.WaitGroup
 	for i, cl := range claims {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
 			r := gangLaunch{claim: cl}
-			r.inst, r.price, r.offeringErrs, r.err = c.createInstance(ctx, cl)
+			if !c.launches.takeSlot(ctx) {
+				r.err, r.interrupted = ctx.Err(), true
+				results[i] = r
+				return
+			}
+			defer c.launches.giveSlot()
+			lctx, cancel := context.WithTimeout(ctx, launchTimeout)
+			defer cancel()
+			r.inst, r.price, r.offeringErrs, r.err = c.createInstance(lctx, cl)
+			r.interrupted = r.err != nil && lctx.Err() != nil
 			results[i] = r
 		}()
 	}
@@ -190,7 +206,7 @@ func (c *Controller) abandonGang(ctx context.Context, claims []*v1alpha1.Claim, 
 		var offeringErrs []cloud.OfferingError
 		if r, ok := launched[s.Name]; ok {
 			inst, offeringErrs = r.inst, r.offeringErrs
-		} else if slices.ContainsFunc(results, func(r gangLaunch) bool { return r.claim.Name == s.Name && r.err != nil }) {
+		} else if slices.ContainsFunc(results, func(r gangLaunch) bool { return r.claim.Name == s.Name && r.err != nil && !r.interrupted }) {
 			continue // recorded with its own failure
 		}
 		c.recordFailed(ctx, s, cause, offeringErrs, delay, "", inst)

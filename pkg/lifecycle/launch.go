@@ -84,7 +84,25 @@ type launches struct {
 
 	backoffOnce sync.Once
 	backoff     *flowcontrol.Backoff
+
+	// slots bound the launches talking to EC2 at once, single claims' and gangs' together.
+	slotsOnce sync.Once
+	slots     chan struct{}
 }
+
+// takeSlot waits for a launch slot; false if ctx ends first.
+func (ls *launches) takeSlot(ctx context.Context) bool {
+	ls.slotsOnce.Do(func() { ls.slots = make(chan struct{}, maxLaunchesInFlight) })
+	select {
+	case ls.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// giveSlot returns a slot takeSlot took.
+func (ls *launches) giveSlot() { <-ls.slots }
 
 // queuedLaunch is a claim waiting for a worker; key is its entry in inflight (the claim's name,
 // or its gang's key: a gang is launched as one).
@@ -238,6 +256,10 @@ func (c *Controller) launch(ctx context.Context, cl *v1alpha1.Claim) {
 	if ctx.Err() != nil {
 		return // shutting down: the claim stays Pending and is resumed
 	}
+	if !c.launches.takeSlot(ctx) {
+		return // shutting down: the claim stays Pending and is resumed
+	}
+	defer c.launches.giveSlot()
 	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
 	inst, price, offeringErrs, err := c.createInstance(ctx, cl)

@@ -164,6 +164,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		pods: pods.Informer(), nodes: nodes.Informer(), daemonSets: daemonSets.Informer(),
 		workloads: []cache.SharedIndexInformer{replicaSets.Informer(), statefulSets.Informer(), jobs.Informer(), deployments.Informer()}}
 	observed := &catalog.Observed{}
+	recorder := boundedRecorder{h.EventRecorder()}
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
 	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
 	o.offerings = offs
@@ -173,7 +174,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	}
 	o.Provisioner = provisioning.New(provisioning.Options{
 		Args: args, Cloud: provider, Claims: store, Ledger: o.Ledger,
-		Recorder: h.EventRecorder(), Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
+		Recorder: recorder, Pods: pods.Lister(), Nodes: nodes.Lister(), Activate: activate,
 		Offerings: offs, Rollouts: rollouts, Upcoming: upcoming, PodGroups: podGroups, PodGroupsSynced: o.podGroupsSynced,
 	})
 	o.registerMetrics()
@@ -184,13 +185,14 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	o.lifecycle = &lifecycle.Controller{
 		Args: args, Cloud: provider, Claims: store, Demand: reservations, Offerings: offs,
 		Client: cs.controllers, Nodes: nodes.Lister(), NodeInformer: nodes.Informer(),
-		Recorder: h.EventRecorder(), Observed: observed,
+		Recorder: recorder, Observed: observed,
 	}
 	o.consolidation = &consolidation.Controller{
 		Args: args, Cloud: provider, Claims: store, Client: cs.controllers,
 		Nodes: nodes.Lister(), NodeInformer: nodes.Informer(), Pods: pods.Lister(), PodInformer: pods.Informer(), PDBs: pdbs.Lister(),
-		Framework: consolidationFramework, Offerings: offs, Replacements: reservations, Recorder: h.EventRecorder(),
+		Framework: consolidationFramework, Offerings: offs, Replacements: reservations, Recorder: recorder,
 		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
+		Gangs: podGroups != nil,
 	}
 	if queue != nil {
 		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
@@ -278,11 +280,13 @@ func (o *Operator) followClaims(reservations *provisioning.Reservations) error {
 			cl := obj.(*v1alpha1.Claim)
 			reservations.Rebuild([]*v1alpha1.Claim{cl})
 			o.Expectations.Follow(cl)
+			o.Provisioner.FollowGangClaim(cl, false)
 		},
 		UpdateFunc: func(old, obj interface{}) {
 			cl := obj.(*v1alpha1.Claim)
 			reservations.Follow(old.(*v1alpha1.Claim), cl)
 			o.Expectations.Follow(cl)
+			o.Provisioner.FollowGangClaim(cl, false)
 			if cl.DeletionTimestamp != nil {
 				o.consolidation.Prompt() // someone deleted it: drain its node now
 			}
@@ -291,6 +295,7 @@ func (o *Operator) followClaims(reservations *provisioning.Reservations) error {
 			cl := obj.(*v1alpha1.Claim)
 			reservations.Release(cl)
 			o.Expectations.Forget(cl.Name)
+			o.Provisioner.FollowGangClaim(cl, true)
 		},
 	})
 }

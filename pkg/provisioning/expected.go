@@ -97,6 +97,9 @@ func (p *Provisioner) expected(pods []*planning.Pod) ([]*planning.Pod, map[types
 	// later, and their pods, planned then, found the nodes planned without them full.
 	if p.Upcoming != nil {
 		for _, pod := range p.Upcoming() {
+			if p.GangMember(pod.Pod) {
+				continue // a gang is planned once its pods exist, whole (gangs.go)
+			}
 			w, ok := p.Rollouts.Of(pod.Pod)
 			if _, seen := siblings[w.UID]; !ok || seen || pod.Filter == nil {
 				continue

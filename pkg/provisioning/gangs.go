@@ -44,6 +44,8 @@ type gang struct {
 	key   string // namespace/name
 	group *schedv1alpha1.PodGroup
 	pods  []*planning.Pod
+	// zone is the zone of the members already placed, when they share one: the rest join them.
+	zone string
 }
 
 // gangOf is the name of the pod's PodGroup, "" for a pod of none.
@@ -55,12 +57,18 @@ type gangState struct {
 	// held are gang pods waiting for siblings that have not failed to schedule yet: they join
 	// the next batch, or go back to the batcher when a sibling is reserved a node.
 	held map[types.UID]*planning.Pod
-	// reserved are gang pods the scheduler reserved a node for, with the state of that cycle: they
-	// wait at Coscheduling's Permit for the rest, and are planned with them (see gangReady).
+	// reserved are gang pods the scheduler reserved a node for, with the state of that cycle,
+	// until they are bound: they waited at Coscheduling's Permit for the rest (maybe turned away
+	// since, when a sibling failed), and are planned with them (see gangReady).
 	reserved map[types.UID]*planning.Pod
 	// untried are gang pods for which the scheduler tried no node (Coscheduling's PreFilter
 	// turned them away while their gang was short of pods).
 	untried map[types.UID]bool
+	// nudged says when each held gang's member waiting in the scheduler's queue was last
+	// tried again (nudge).
+	nudged map[types.UID]time.Time
+	// nodes are the nodes of gangs' claims, by node name: their claim and PodGroup.
+	nodes map[string]gangNode
 	// waiting says why each gang that got no claim waits (tailor_provisioning_gangs_waiting).
 	waiting map[string]string
 	backoff *flowcontrol.Backoff
@@ -69,6 +77,7 @@ type gangState struct {
 func (g *gangState) init() {
 	if g.held == nil {
 		g.held, g.waiting, g.reserved, g.untried = map[types.UID]*planning.Pod{}, map[string]string{}, map[types.UID]*planning.Pod{}, map[types.UID]bool{}
+		g.nudged, g.nodes = map[types.UID]time.Time{}, map[string]gangNode{}
 		g.backoff = flowcontrol.NewBackOffWithJitter(gangBackoffStart, gangBackoffMax, 0.2)
 	}
 }
@@ -162,25 +171,36 @@ func (p *Provisioner) GangMemberReserved(pod *planning.Pod) {
 	}
 }
 
-// GangMemberUnreserved notes that a gang's pod lost its node (Permit gave up, or binding failed),
-// or no longer needs its reservation noted (it is bound).
-func (p *Provisioner) GangMemberUnreserved(pod *corev1.Pod) {
+// GangMemberBound forgets the cycle state kept for a gang's pod: it is bound.
+func (p *Provisioner) GangMemberBound(pod *corev1.Pod) {
 	g := &p.gangs
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.reserved, pod.UID)
 }
 
-// wait records why a gang waits and returns how long until its pods are planned again.
-func (g *gangState) wait(key, reason string, now time.Time) time.Duration {
+// wait records why a gang waits and, with backOff (its pods are tried again), returns how long
+// until they are: the gang's backoff, from 30 s doubling to 5 min.
+func (g *gangState) wait(key, reason string, now time.Time, backOff bool) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
 	g.waiting[key] = reason
+	if !backOff {
+		return 0
+	}
+	g.backoff.GC()
 	if !g.backoff.IsInBackOffSinceUpdate(key, now) {
 		g.backoff.Next(key, now)
 	}
 	return g.backoff.Get(key)
+}
+
+// inBackoff says whether the gang waits out a backoff after its last attempt failed.
+func (g *gangState) inBackoff(key string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.backoff != nil && g.backoff.IsInBackOffSinceUpdate(key, now)
 }
 
 // provisioned forgets why a gang waited: it has its claims.
@@ -204,6 +224,7 @@ func (p *Provisioner) GangsWaiting() map[string]int {
 		members, err := p.Pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{schedv1alpha1.PodGroupLabel: name}))
 		if err == nil && !slices.ContainsFunc(members, func(m *corev1.Pod) bool { return m.Spec.NodeName == "" && m.DeletionTimestamp == nil }) {
 			delete(g.waiting, key)
+			g.backoff.Reset(key)
 			continue
 		}
 		out[reason]++
@@ -260,25 +281,19 @@ func (p *Provisioner) gangReady(ctx context.Context, g *gang) bool {
 		p.gangWaits(ctx, g, GangIncomplete, fmt.Sprintf("gang %s has %d of its minMember %d pods; Tailor launches its nodes once all exist", g.key, len(members), minMember), false)
 		return false
 	}
+	if p.gangs.inBackoff(g.key, p.clock().Now()) {
+		p.gangs.hold(g.pods) // gangWaits has them tried again when the backoff is over
+		return false
+	}
 	if p.triedFirst(ctx, g) {
 		return false
 	}
-	inBatch := map[types.UID]bool{}
-	for _, pod := range g.pods {
-		inBatch[pod.Pod.UID] = true
-	}
-	placed := 0
-	var atPermit []*planning.Pod
-	for _, m := range members {
-		switch {
-		case inBatch[m.UID]:
-		case m.Spec.NodeName != "" || p.onLiveClaim(m.UID):
-			placed++
-		case p.gangs.reservedPod(m.UID) != nil:
-			atPermit = append(atPermit, p.gangs.reservedPod(m.UID))
-		}
-	}
+	placed, atPermit, elsewhere := p.placedMembers(g, members)
 	if placed+len(g.pods)+len(atPermit) < minMember {
+		// The rest wait in the scheduler's queue (turned away by Coscheduling's PreFilter while
+		// the gang was short, they wait for an event that may not come soon): tried now, they
+		// fail and join the batch, or find room.
+		p.nudge(elsewhere)
 		klog.FromContext(ctx).V(4).Info("Gang held for its siblings", "podGroup", g.key, "inBatch", len(g.pods), "atPermit", len(atPermit), "placed", placed, "minMember", minMember)
 		p.gangs.hold(g.pods)
 		return false
@@ -291,10 +306,87 @@ func (p *Provisioner) gangReady(ctx context.Context, g *gang) bool {
 	return true
 }
 
+// placedMembers counts the gang's members that are placed: bound, or on a claim that is neither
+// failed nor going (waiting for it, or reserved its node); and lists the others the scheduler
+// reserved a node for since they failed (at Permit in the free room of a node that is up, or turned
+// away from it again), which are planned with the batch's. It notes the zone of the placed
+// members in g.zone when they share one.
+func (p *Provisioner) placedMembers(g *gang, members []*corev1.Pod) (int, []*planning.Pod, []*corev1.Pod) {
+	inBatch := map[types.UID]bool{}
+	for _, pod := range g.pods {
+		inBatch[pod.Pod.UID] = true
+	}
+	placed, zones := 0, map[string]bool{}
+	var atPermit []*planning.Pod
+	var elsewhere []*corev1.Pod
+	for _, m := range members {
+		if inBatch[m.UID] {
+			continue
+		}
+		if m.Spec.NodeName != "" {
+			placed++
+			if n, err := p.nodeOf(m); err == nil {
+				zones[n.Labels[corev1.LabelTopologyZone]] = true
+			}
+		} else if c, live := p.onLiveClaim(m.UID); live {
+			placed++
+			if c != nil {
+				zones[c.Spec.Zone] = true
+			}
+		} else if r := p.gangs.reservedPod(m.UID); r != nil {
+			atPermit = append(atPermit, r)
+		} else if m.DeletionTimestamp == nil && len(m.Spec.SchedulingGates) == 0 {
+			elsewhere = append(elsewhere, m)
+		}
+	}
+	if len(zones) == 1 {
+		for z := range zones {
+			g.zone = z
+		}
+	}
+	return placed, atPermit, elsewhere
+}
+
+// nudgeEvery is how often a held gang's members waiting in the scheduler's queue are tried again.
+const nudgeEvery = time.Second
+
+// nudge has the scheduler try pods again now, each at most once per nudgeEvery.
+func (p *Provisioner) nudge(pods []*corev1.Pod) {
+	now := p.clock().Now()
+	g := &p.gangs
+	g.mu.Lock()
+	g.init()
+	var due []*corev1.Pod
+	for _, pod := range pods {
+		if now.Sub(g.nudged[pod.UID]) >= nudgeEvery {
+			g.nudged[pod.UID] = now
+			due = append(due, pod)
+		}
+	}
+	for uid, at := range g.nudged {
+		if now.Sub(at) > time.Minute {
+			delete(g.nudged, uid)
+		}
+	}
+	g.mu.Unlock()
+	if len(due) > 0 {
+		p.Activate(due)
+	}
+}
+
+// nodeOf is the node a pod is bound to, from the node cache.
+func (p *Provisioner) nodeOf(pod *corev1.Pod) (*corev1.Node, error) {
+	if p.Nodes == nil {
+		return nil, fmt.Errorf("no node cache")
+	}
+	return p.Nodes.Get(pod.Spec.NodeName)
+}
+
 // triedFirst hands back to the scheduler, once, the pods of a gang now whole that no node was tried
 // for (Coscheduling's PreFilter turned them away while the gang was short of pods), and holds the
-// others: those that fit the free room of nodes that are up take it and wait at Permit (they count
-// as placed, see GangMemberReserved), and Tailor plans the rest. It says whether it handed any back.
+// others: a gang that fits the free room of nodes that are up runs there; one that does not comes
+// back, and is planned whole (with the members the scheduler reserved room for meanwhile, see
+// placedMembers). It says whether it handed any back.
 func (p *Provisioner) triedFirst(ctx context.Context, g *gang) bool {
 	var back []*corev1.Pod
 	for _, pod := range g.pods {
@@ -316,13 +408,46 @@ func (p *Provisioner) triedFirst(ctx context.Context, g *gang) bool {
 	return true
 }
 
-// GangRefusal says why a gang's pod planned onto a claim may not go to the named node ("" if it
-// may): a gang's pods keep to the nodes launched for them together. Landing in free room
-// elsewhere while their own nodes boot, a member would wait at Permit, its siblings fail, and
-// Coscheduling turn it away again, over and over; and its own node would stay empty.
+// gangNode is a gang's claim's node.
+type gangNode struct{ claim, podGroup string }
+
+// FollowGangClaim keeps track of the nodes of gangs' claims (GangRefusal); gone says the claim
+// was deleted.
+func (p *Provisioner) FollowGangClaim(c *v1alpha1.Claim, gone bool) {
+	if c.Spec.Gang == nil || c.Status.NodeName == "" {
+		return
+	}
+	g := &p.gangs
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	if gone {
+		delete(g.nodes, c.Status.NodeName)
+		return
+	}
+	g.nodes[c.Status.NodeName] = gangNode{claim: c.Name, podGroup: c.Spec.Gang.PodGroup}
+}
+
+// gangNodeOf is the gang claim of the named node, if any.
+func (g *gangState) gangNodeOf(node string) (gangNode, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, ok := g.nodes[node]
+	return n, ok
+}
+
+// GangRefusal says why a gang's pod may not go to the named node ("" if it may). A gang's pods
+// keep to the nodes launched for them together: landing in free room elsewhere while their own
+// nodes boot, a member would wait at Permit, its siblings fail, and Coscheduling turn it away
+// again, over and over; and its own node would stay empty. And no gang's pod takes the room of a
+// node launched for another gang whose pods are still on their way there: a node that registers
+// before they are nominated to it would otherwise be filled by whichever gang got there first.
 func (p *Provisioner) GangRefusal(pod *corev1.Pod, node string) string {
 	if p.PodGroups == nil || gangOf(pod) == "" {
 		return ""
+	}
+	if n, ok := p.gangs.gangNodeOf(node); ok && n.podGroup != pod.Namespace+"/"+gangOf(pod) && p.Ledger.Waits(n.claim) {
+		return fmt.Sprintf("launched for gang %s, whose pods are on their way (claim %s)", n.podGroup, n.claim)
 	}
 	r, ok := p.Ledger.Lookup(pod.UID)
 	switch {
@@ -334,22 +459,29 @@ func (p *Provisioner) GangRefusal(pod *corev1.Pod, node string) string {
 	return fmt.Sprintf("planned with its gang onto node %s (claim %s)", r.NodeName, r.Claim)
 }
 
-// onLiveClaim says whether the pod waits on a claim that is neither failed nor going: its gang's
-// members on a failed launch are planned again with it, not counted as placed.
-func (p *Provisioner) onLiveClaim(uid types.UID) bool {
+// onLiveClaim says whether the pod waits on a claim, or was reserved its node, that is neither
+// failed nor going (a gang's members on a failed launch are planned again with it, not counted as
+// placed), and returns the claim (nil while the cache does not have it yet).
+func (p *Provisioner) onLiveClaim(uid types.UID) (*v1alpha1.Claim, bool) {
 	r, ok := p.Ledger.Lookup(uid)
 	if !ok {
-		return false
+		r, ok = p.Ledger.Consumed(uid)
+	}
+	if !ok {
+		return nil, false
 	}
 	c, ok := p.Claims.Get(r.Claim)
-	return !ok || c.DeletionTimestamp == nil && c.Status.Phase != v1alpha1.ClaimFailed
+	if !ok {
+		return nil, true // recorded a moment ago
+	}
+	return c, c.DeletionTimestamp == nil && c.Status.Phase != v1alpha1.ClaimFailed
 }
 
 // gangWaits tells the gang's PodGroup and pods why it gets no node, counts it, and (retry) has
 // its pods planned again after the gang's backoff.
 func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string, retry bool) {
 	klog.FromContext(ctx).V(2).Info("Gang gets no capacity", "podGroup", g.key, "reason", reason, "message", msg)
-	delay := p.gangs.wait(g.key, reason, p.clock().Now())
+	delay := p.gangs.wait(g.key, reason, p.clock().Now(), retry)
 	if g.group != nil {
 		ref := &corev1.ObjectReference{APIVersion: schedv1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup",
 			Namespace: g.group.Namespace, Name: g.group.Name, UID: g.group.UID}
@@ -368,7 +500,17 @@ func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string
 // provisionGang plans a ready gang on its own and records its claims together, or says why not.
 func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
 	closed := p.closedPools(ctx, templates)
-	plan, why := (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods, p.Args.GangZonePolicy != config.GangAnyZone)
+	sameZone := p.Args.GangZonePolicy != config.GangAnyZone
+	var plan *planning.Plan
+	why := ""
+	if sameZone && g.zone != "" {
+		// Members already placed (a gang planned again in part) are in one zone: the rest join them.
+		inZone := slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool { return t.Offering.Zone != g.zone })
+		plan, why = (&planning.Planner{Templates: inZone, Closed: closed}).PlanWhole(ctx, g.pods, true)
+	}
+	if plan == nil {
+		plan, why = (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods, sameZone)
+	}
 	if plan == nil {
 		p.gangWaits(ctx, g, GangUnplannable, fmt.Sprintf("Tailor cannot launch capacity for the whole gang %s, so it launches none: %s", g.key, why), true)
 		return

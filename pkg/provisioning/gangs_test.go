@@ -655,6 +655,24 @@ func TestGangRefusal(t *testing.T) {
 	if why := w.p.GangRefusal(loose, "node-1") + w.p.GangRefusal(solo, "node-1"); why != "" {
 		t.Errorf("a gang pod on no claim or a pod of no gang is refused: %q", why)
 	}
+	// node-3 was launched for gang infer, whose pod still waits for it: no other gang's pod
+	// takes its room; pods of no gang, and once infer's pod is there, anyone may.
+	w.add(t, gangMember{name: "i0", group: "infer", onClaim: true})
+	w.l.Ledger.SetNodeName("claim-i0", "node-3")
+	infer := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "claim-i0"}, Spec: v1alpha1.ClaimSpec{Gang: &v1alpha1.Gang{PodGroup: "default/infer", ID: "g", Claims: 1}},
+		Status: v1alpha1.ClaimStatus{NodeName: "node-3"}}
+	w.p.FollowGangClaim(infer, false)
+	if why := w.p.GangRefusal(loose, "node-3"); !strings.Contains(why, "launched for gang default/infer") {
+		t.Errorf("another gang's pod on node-3: %q, want a refusal", why)
+	}
+	if why := w.p.GangRefusal(solo, "node-3"); why != "" {
+		t.Errorf("a pod of no gang on node-3: %q", why)
+	}
+	w.l.Ledger.Consume("uid-i0")
+	if why := w.p.GangRefusal(loose, "node-3"); why != "" {
+		t.Errorf("node-3's gang is there, yet another gang's pod is refused: %q", why)
+	}
+	w.p.FollowGangClaim(infer, true)
 }
 
 // Pods Coscheduling's PreFilter turned away before any node was tried go back to the scheduler
@@ -702,8 +720,10 @@ func TestGangMemberAtPermitIsPlannedWithTheRest(t *testing.T) {
 	if len(ready) != 1 || !slices.Equal(podNames(ready[0].pods), []string{"t0", "t1", "t2"}) {
 		t.Fatalf("ready %v, want the gang t0, t1 and t2 (at Permit)", ready)
 	}
-	w.p.GangMemberUnreserved(t2.Pod)
+	// Turned away at Permit since (a sibling failed), it is still planned with the rest; bound,
+	// it is forgotten.
+	w.p.GangMemberBound(t2.Pod)
 	if _, ready := w.p.splitGangs(context.Background(), []*planning.Pod{t0, t1}); len(ready) != 0 {
-		t.Error("a member no longer reserved still counts")
+		t.Error("a member whose kept state was dropped, and is not bound, still counts")
 	}
 }

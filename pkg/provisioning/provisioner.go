@@ -173,11 +173,15 @@ func (p *Provisioner) Run(ctx context.Context) {
 func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	logger := klog.FromContext(ctx)
 	start := p.clock().Now()
-	// A pod may have been placed in the ledger meanwhile, bound, or deleted: plan only pods
-	// that still wait.
+	// A pod may have been placed in the ledger meanwhile, reserved a node by the scheduler (a
+	// gang's member waits at Permit on its claim's node), bound, or deleted: plan only pods that
+	// still wait.
 	pods := batch[:0:0]
 	for _, pod := range batch {
 		if _, ok := p.Ledger.Lookup(pod.Pod.UID); ok {
+			continue
+		}
+		if _, ok := p.Ledger.Consumed(pod.Pod.UID); ok {
 			continue
 		}
 		if cur, err := p.Pods.Pods(pod.Pod.Namespace).Get(pod.Pod.Name); err != nil || cur.UID != pod.Pod.UID || cur.Spec.NodeName != "" {

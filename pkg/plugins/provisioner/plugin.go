@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,7 +104,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		switch {
 		case r.NodeName == "":
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for claim %s to launch", r.Claim))
-		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses, r.NodeName):
+		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses, r.NodeName) && !pl.gangGrace(pod, r.NodeName):
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
 			pl.prov.Forget(pod.UID)
@@ -139,6 +140,22 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 		return false
 	}
 	return lifecycle.Ready(ni.Node()) && !lifecycle.Starting(pl.args, ni.Node())
+}
+
+// gangRefusalGrace is how long a gang's pod refused by its node stays nominated to it, counted
+// from the node's registration, before it is planned again. The room may be held by another gang's pod that found it free
+// before this one was nominated there, and waits at Permit: turned away when its own gang's
+// sibling fails, it leaves, and is kept to its own node from then (Provisioner.GangRefusal).
+const gangRefusalGrace = 30 * time.Second
+
+// gangGrace says whether pod is a gang's whose node registered less than gangRefusalGrace ago.
+// (Not the Ready condition's transition: kubelet stand-ins rewrite it with every heartbeat.)
+func (pl *Plugin) gangGrace(pod *corev1.Pod, node string) bool {
+	if !pl.prov.GangMember(pod) {
+		return false
+	}
+	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
+	return err == nil && ni.Node() != nil && time.Since(ni.Node().CreationTimestamp.Time) < gangRefusalGrace
 }
 
 // heldForGang says whether the node's status is Coscheduling's: its PreFilter turned the pod
@@ -188,18 +205,22 @@ func (pl *Plugin) ScoreExtensions() framework.ScoreExtensions { return nil }
 func (pl *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	pl.prov.Reserved(pod.UID)
 	if pl.prov.GangMember(pod) {
-		pl.prov.GangMemberReserved(planning.NewPod(pod, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pod}))
+		// The scheduler reserves the pod as it assumed it, bound to the node: planned again, it
+		// is the pending pod.
+		pending := pod.DeepCopy()
+		pending.Spec.NodeName = ""
+		pl.prov.GangMemberReserved(planning.NewPod(pending, &planning.FilterState{Plugins: pl.handle, State: state.Clone(), Pod: pending}))
 	}
 	return nil
 }
 
-// PostBind forgets the cycle state kept for a gang's pod while it waited at Permit: it is bound.
+// PostBind forgets the cycle state kept for a gang's pod since its Reserve: it is bound.
 func (pl *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	pl.prov.GangMemberUnreserved(pod)
+	pl.prov.GangMemberBound(pod)
 }
 
-// Unreserve puts the pod back on its claim: binding failed.
+// Unreserve puts the pod back on its claim: binding failed. A gang's pod keeps its cycle state
+// until it is bound: turned away at Permit, it is planned with its gang (GangMemberReserved).
 func (pl *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	pl.prov.Unreserved(pod.UID)
-	pl.prov.GangMemberUnreserved(pod)
 }
