@@ -16,6 +16,13 @@ const (
 	// KindQuota is an account quota refusing the launch: no other offering of the same class
 	// helps, and asking again soon does not either.
 	KindQuota
+	// KindConfiguration is a request the cloud refuses as it is (an image that does not exist, a
+	// volume smaller than the image's snapshot, a subnet that is gone): no other offering helps,
+	// and asking again fails alike until someone changes a setting.
+	KindConfiguration
+	// KindPermission is the caller's identity not being allowed the request: fixed in IAM, not by
+	// another offering or by asking again.
+	KindPermission
 )
 
 func (k ErrorKind) String() string {
@@ -24,6 +31,10 @@ func (k ErrorKind) String() string {
 		return "transient"
 	case KindQuota:
 		return "quota"
+	case KindConfiguration:
+		return "configuration"
+	case KindPermission:
+		return "permission"
 	}
 	return "other"
 }
@@ -45,6 +56,11 @@ func KindOf(err error) ErrorKind {
 	}
 	return KindOther
 }
+
+// ErrSpotNotEnabled marks an error saying the account cannot launch spot capacity at all until
+// someone changes a setting (EC2's spot service-linked role is missing): on-demand may still
+// launch, and no spot offering is worth trying meanwhile.
+var ErrSpotNotEnabled = errors.New("spot launches are not enabled for the account")
 
 // Transient says whether err is of KindTransient.
 func Transient(err error) bool { return KindOf(err) == KindTransient }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -69,6 +71,16 @@ const (
 	transientBackoffKey = "ec2"
 )
 
+// Backoff after EC2 refused a pool's launch as misconfigured or not permitted: the pods of the
+// claims that failed so wait from refusalBackoffMin doubling to refusalBackoffMax before they are
+// planned again, until a launch of the pool succeeds. Such a refusal lasts until someone changes a
+// setting, and another offering does not help: the wait keeps a broken pool from launching in a
+// loop, and the claim's event and status say what to fix.
+const (
+	refusalBackoffMin = 30 * time.Second
+	refusalBackoffMax = 5 * time.Minute
+)
+
 // launches are the claims being launched or waiting for a worker. Claims go to EC2 in the order
 // they came, those pods wait on before those only kept for pods still to come (a batch planned
 // with a rollout's pods to come is mostly the latter): a pod never waits behind them for its node.
@@ -84,6 +96,9 @@ type launches struct {
 
 	backoffOnce sync.Once
 	backoff     *flowcontrol.Backoff
+	// refusals is the wait after refusals, by pool (see refusalBackoffMin).
+	refusalsOnce sync.Once
+	refusals     *flowcontrol.Backoff
 
 	// slots bound the launches talking to EC2 at once, single claims' and gangs' together.
 	slotsOnce sync.Once
@@ -139,9 +154,38 @@ func (ls *launches) unmark(names []string) {
 }
 
 // transientBackoff is the shared wait after transient EC2 failures.
-func (ls *launches) transientBackoff() *flowcontrol.Backoff {
-	ls.backoffOnce.Do(func() { ls.backoff = flowcontrol.NewBackOffWithJitter(transientBackoffMin, transientBackoffMax, 0.2) })
+func (c *Controller) transientBackoff() *flowcontrol.Backoff {
+	ls := &c.launches
+	ls.backoffOnce.Do(func() { ls.backoff = c.newBackoff(transientBackoffMin, transientBackoffMax) })
 	return ls.backoff
+}
+
+// refusalBackoff is the wait, by pool, after launches EC2 refused as misconfigured or not
+// permitted.
+func (c *Controller) refusalBackoff() *flowcontrol.Backoff {
+	ls := &c.launches
+	ls.refusalsOnce.Do(func() { ls.refusals = c.newBackoff(refusalBackoffMin, refusalBackoffMax) })
+	return ls.refusals
+}
+
+// newBackoff is a backoff from min doubling to max with up to 20% jitter, on the controller's
+// clock when that is a full one (it stamps each update with its own clock's time, and the waves
+// are told apart by the controller's).
+func (c *Controller) newBackoff(min, max time.Duration) *flowcontrol.Backoff {
+	b := flowcontrol.NewBackOffWithJitter(min, max, 0.2)
+	if full, ok := c.clock().(clock.Clock); ok {
+		b.Clock = full
+	}
+	return b
+}
+
+// nextWait is key's wait in backoff after a failure now. Claims failing together are one wave:
+// the wait doubles once per wave, not once per claim.
+func nextWait(backoff *flowcontrol.Backoff, key string, now time.Time) time.Duration {
+	if !backoff.IsInBackOffSinceUpdate(key, now) {
+		backoff.Next(key, now)
+	}
+	return backoff.Get(key)
 }
 
 // InFlight reports whether a launch of the claim is queued or running in this process.
@@ -301,26 +345,31 @@ func (c *Controller) dropUnwanted(ctx context.Context, cl *v1alpha1.Claim) bool 
 func (c *Controller) launchFailed(ctx context.Context, cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError) {
 	delay, result, capacityType := c.retryAfter(cl, err, offeringErrs)
 	metrics.Launches.WithLabelValues(cl.Spec.Pool, "", cl.Spec.CapacityType, result).Inc()
-	klog.FromContext(ctx).Info("Launch failed; pods will be planned again", "err", err, "after", delay)
+	klog.FromContext(ctx).Info("Launch failed; pods will be planned again", "err", err, "kind", cloud.KindOf(err), "after", delay)
 	c.recordFailed(ctx, cl, err, offeringErrs, delay, capacityType, nil)
 }
 
 // retryAfter says when the pods of a claim whose launch failed with err are planned again, the
 // launch result for the metrics, and the capacity type found unavailable ("" if none).
 func (c *Controller) retryAfter(cl *v1alpha1.Claim, err error, offeringErrs []cloud.OfferingError) (time.Duration, string, string) {
-	switch spot := cl.Spec.CapacityType == string(cloud.Spot); {
-	case spot && cloud.KindOf(err) == cloud.KindQuota:
+	spot := cl.Spec.CapacityType == string(cloud.Spot)
+	switch kind := cloud.KindOf(err); {
+	case spot && kind == cloud.KindQuota:
 		// The account's spot quota: no spot offering launches until it frees up, whatever
 		// the type or zone. Spot is left out of plans for a while and the pods are planned
 		// again at once, onto on-demand where their pools allow it, as Karpenter falls back.
 		return 0, metrics.ResultQuota, "SpotQuota"
-	case cloud.Transient(err):
-		// Claims failing together are one wave of pressure: the wait doubles once per wave.
-		backoff := c.launches.transientBackoff()
-		if now := c.clock().Now(); !backoff.IsInBackOffSinceUpdate(transientBackoffKey, now) {
-			backoff.Next(transientBackoffKey, now)
-		}
-		return backoff.Get(transientBackoffKey), metrics.ResultFailed, ""
+	case spot && errors.Is(err, cloud.ErrSpotNotEnabled):
+		// The account cannot launch spot until someone creates the spot service-linked role:
+		// left out alike, and the claim's event says how to create it.
+		return 0, metrics.ResultError, "SpotNotEnabled"
+	case kind == cloud.KindTransient:
+		return nextWait(c.transientBackoff(), transientBackoffKey, c.clock().Now()), metrics.ResultFailed, ""
+	case kind == cloud.KindConfiguration, kind == cloud.KindPermission:
+		// No offering is to blame (none is marked): another would be refused alike.
+		return nextWait(c.refusalBackoff(), cl.Spec.Pool, c.clock().Now()), metrics.ResultError, ""
+	case kind == cloud.KindQuota:
+		return retryAfterFailure, metrics.ResultQuota, ""
 	case len(offeringErrs) > 0:
 		return 0, metrics.ResultInsufficientCapacity, ""
 	}
@@ -345,10 +394,29 @@ func (c *Controller) recordFailed(ctx context.Context, cl *v1alpha1.Claim, err e
 	case werr != nil:
 		logger.Error(werr, "Cannot mark claim failed; it will be resumed")
 	case updated != nil:
+		c.Recorder.Eventf(eventTarget(updated), nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "launch failed (%s), pods planned again at %s: %v",
+			failureKind(err, offeringErrs), retryAt.UTC().Format(time.RFC3339), err)
 		for _, p := range c.Demand.Waiting(updated) {
 			c.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", cl.Name, err)
 		}
 	}
+}
+
+// eventTarget is the claim with its kind set, for an event about it: a claim from the API has
+// none, and the scheduler's event recorder cannot look Claim up in its scheme.
+func eventTarget(cl *v1alpha1.Claim) *v1alpha1.Claim {
+	out := cl.DeepCopy()
+	out.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Claim"))
+	return out
+}
+
+// failureKind names what failed a launch for its event: "insufficient capacity" when offerings
+// had none, else the kind of EC2's error (quota, configuration, permission, transient, other).
+func failureKind(err error, offeringErrs []cloud.OfferingError) string {
+	if kind := cloud.KindOf(err); kind != cloud.KindOther || len(offeringErrs) == 0 {
+		return kind.String()
+	}
+	return "insufficient capacity"
 }
 
 // unavailable is what the claim records of the offerings a launch found without capacity.
@@ -364,7 +432,8 @@ func unavailable(errs []cloud.OfferingError) []v1alpha1.UnavailableOffering {
 // provisioning, following the claim, sends its pods back to the scheduler.
 func (c *Controller) launched(ctx context.Context, cl *v1alpha1.Claim, inst *cloud.Instance, price float64, offeringErrs []cloud.OfferingError) {
 	logger := klog.FromContext(ctx)
-	c.launches.transientBackoff().Reset(transientBackoffKey)
+	c.transientBackoff().Reset(transientBackoffKey)
+	c.refusalBackoff().Reset(cl.Spec.Pool)
 	metrics.Launches.WithLabelValues(cl.Spec.Pool, inst.Type, string(inst.CapacityType), metrics.ResultLaunched).Inc()
 	now := metav1.NewTime(c.clock().Now())
 	updated, err := c.updateStatus(ctx, cl, func(st *v1alpha1.ClaimStatus) {

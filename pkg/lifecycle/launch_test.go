@@ -15,10 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	k8smetrics "k8s.io/component-base/metrics"
+	k8stestutil "k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
+	"github.com/tailor-eks/tailor/pkg/metrics"
 )
 
 // throttled is a throttling error as a provider reports it.
@@ -161,7 +165,7 @@ func TestLaunchBacksOffOnThrottling(t *testing.T) {
 			t.Errorf("claim %s retries %s after the failure, want %s plus at most 20%% jitter", cl.Name, wait, transientBackoffMin)
 		}
 	}
-	if got := h.c.launches.transientBackoff().Get(transientBackoffKey); got < transientBackoffMin || got > transientBackoffMin*12/10 {
+	if got := h.c.transientBackoff().Get(transientBackoffKey); got < transientBackoffMin || got > transientBackoffMin*12/10 {
 		t.Errorf("backoff %s after one wave of three failures, want %s plus at most 20%% jitter", got, transientBackoffMin)
 	}
 
@@ -171,7 +175,7 @@ func TestLaunchBacksOffOnThrottling(t *testing.T) {
 	if got := h.claim(t, "d").Status.Phase; got != v1alpha1.ClaimLaunched {
 		t.Fatalf("claim d is %q, want Launched", got)
 	}
-	if got := h.c.launches.transientBackoff().Get(transientBackoffKey); got != 0 {
+	if got := h.c.transientBackoff().Get(transientBackoffKey); got != 0 {
 		t.Errorf("backoff %s after a successful launch, want none", got)
 	}
 	if n := h.cloud.Launches(); n != 1 {
@@ -227,25 +231,39 @@ func equalRequests(a, b v1alpha1.LaunchRequest) bool {
 }
 
 // A failed launch records when its pods are planned again and what it found unavailable, for
-// every replica's plans to leave out: an account quota refusing spot marks the capacity type and
-// retries at once (onto on-demand, where the pool allows it); offerings without capacity are
-// named and retried at once; an on-demand quota or another error marks nothing and waits
-// retryAfterFailure. The pods still waiting are told why.
+// every replica's plans to leave out, and counts the launch as what EC2 said: an account quota
+// refusing spot, or spot not enabled for the account, marks the capacity type and retries at once
+// (onto on-demand, where the pool allows it); offerings without capacity are named and retried at
+// once; a configuration or permission refusal marks nothing and backs off per pool; an on-demand
+// quota or another error marks nothing and waits retryAfterFailure. The claim and the pods still
+// waiting are told why, quoting the error.
 func TestLaunchFailureRecordsWhatWasUnavailable(t *testing.T) {
+	launchesCounted.Do(func() { k8smetrics.NewKubeRegistry().MustRegister(metrics.Launches) })
 	quota := &cloud.Error{Kind: cloud.KindQuota, Err: errors.New("an account quota refused the launch")}
+	badVolume := &cloud.Error{Kind: cloud.KindConfiguration, Err: errors.New("InvalidParameterValue: Volume of size 8GB is smaller than snapshot")}
+	denied := &cloud.Error{Kind: cloud.KindPermission, Err: errors.New("UnauthorizedOperation: You are not authorized to perform this operation.")}
+	noSpotRole := &cloud.Error{Kind: cloud.KindPermission, Err: fmt.Errorf("%w: create the role", cloud.ErrSpotNotEnabled)}
 	for _, tt := range []struct {
 		name          string
 		capacityType  string
 		fail          error // the launch call's error; nil: no capacity in any offering
 		wantRetry     time.Duration
+		jitter        bool // wantRetry plus at most 20%
 		wantType      string
 		wantOfferings []v1alpha1.UnavailableOffering
+		wantResult    string
+		wantClaimSays string
 	}{
-		{name: "spot quota", capacityType: "spot", fail: quota, wantType: "SpotQuota"},
-		{name: "on-demand quota", capacityType: "on-demand", fail: quota, wantRetry: retryAfterFailure},
-		{name: "no capacity", capacityType: "on-demand",
+		{name: "spot quota", capacityType: "spot", fail: quota, wantType: "SpotQuota", wantResult: metrics.ResultQuota, wantClaimSays: "launch failed (quota)"},
+		{name: "spot not enabled", capacityType: "spot", fail: noSpotRole, wantType: "SpotNotEnabled", wantResult: metrics.ResultError, wantClaimSays: "launch failed (permission)"},
+		{name: "on-demand quota", capacityType: "on-demand", fail: quota, wantRetry: retryAfterFailure, wantResult: metrics.ResultQuota, wantClaimSays: "an account quota"},
+		{name: "no capacity", capacityType: "on-demand", wantResult: metrics.ResultInsufficientCapacity, wantClaimSays: "launch failed (insufficient capacity)",
 			wantOfferings: []v1alpha1.UnavailableOffering{{InstanceType: "m5.large", Zone: "us-east-1a", Code: "InsufficientInstanceCapacity"}}},
-		{name: "a configuration error", capacityType: "on-demand", fail: errors.New("InvalidParameterValue"), wantRetry: retryAfterFailure},
+		{name: "a configuration error", capacityType: "on-demand", fail: badVolume, wantRetry: refusalBackoffMin, jitter: true,
+			wantResult: metrics.ResultError, wantClaimSays: "launch failed (configuration), pods planned again at 2026-05-01T12:00:"},
+		{name: "a permission error", capacityType: "spot", fail: denied, wantRetry: refusalBackoffMin, jitter: true,
+			wantResult: metrics.ResultError, wantClaimSays: "UnauthorizedOperation: You are not authorized to perform this operation."},
+		{name: "an unclassified error", capacityType: "on-demand", fail: errors.New("something new"), wantRetry: retryAfterFailure, wantResult: metrics.ResultFailed, wantClaimSays: "launch failed (other)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cl := recorded("refused")
@@ -259,13 +277,15 @@ func TestLaunchFailureRecordsWhatWasUnavailable(t *testing.T) {
 			} else {
 				h.cloud.SetCapacity("m5.large", "us-east-1a", cloud.CapacityType(tt.capacityType), 0)
 			}
+			counted := metrics.Launches.WithLabelValues("default", "", tt.capacityType, tt.wantResult)
+			before, _ := k8stestutil.GetCounterMetricValue(counted)
 			h.c.launch(context.Background(), cl)
 			st := h.claim(t, cl.Name).Status
 			if st.Phase != v1alpha1.ClaimFailed || st.RetryAt == nil {
 				t.Fatalf("claim is %q (retry at %v), want Failed with a retry time", st.Phase, st.RetryAt)
 			}
-			if got := st.RetryAt.Sub(testNow); got != tt.wantRetry {
-				t.Errorf("pods planned again %s after the failure, want %s", got, tt.wantRetry)
+			if got := st.RetryAt.Sub(testNow); got < tt.wantRetry || got > tt.wantRetry && !tt.jitter || got > tt.wantRetry*12/10 {
+				t.Errorf("pods planned again %s after the failure, want %s (jitter %v)", got, tt.wantRetry, tt.jitter)
 			}
 			if st.CapacityTypeUnavailable != tt.wantType {
 				t.Errorf("capacity type unavailable %q, want %q", st.CapacityTypeUnavailable, tt.wantType)
@@ -273,10 +293,49 @@ func TestLaunchFailureRecordsWhatWasUnavailable(t *testing.T) {
 			if fmt.Sprint(st.UnavailableOfferings) != fmt.Sprint(tt.wantOfferings) {
 				t.Errorf("unavailable offerings %v, want %v", st.UnavailableOfferings, tt.wantOfferings)
 			}
-			if e := nextEvent(t, recorder); !strings.Contains(e, "ProvisioningFailed") {
+			if after, _ := k8stestutil.GetCounterMetricValue(counted); after != before+1 {
+				t.Errorf("launches counted as %q: %v, want %v", tt.wantResult, after, before+1)
+			}
+			if e := nextEvent(t, recorder); !strings.Contains(e, "LaunchFailed") || !strings.Contains(e, tt.wantClaimSays) {
+				t.Errorf("the claim was told %q, want a LaunchFailed event saying %q", e, tt.wantClaimSays)
+			}
+			if e := nextEvent(t, recorder); !strings.Contains(e, "ProvisioningFailed") || tt.fail != nil && !strings.Contains(e, tt.fail.Error()) {
 				t.Errorf("the waiting pod was told %q, want why the launch failed", e)
 			}
 		})
+	}
+}
+
+// launchesCounted registers the launch counter once in a registry of its own: an unregistered
+// component-base metric counts nothing.
+var launchesCounted sync.Once
+
+// Refusals back off per pool, doubling once per wave of claims failing together, and a launch of
+// the pool that succeeds ends its backoff; another pool's refusals do not make it wait.
+func TestRefusalsBackOffPerPool(t *testing.T) {
+	denied := &cloud.Error{Kind: cloud.KindPermission, Err: errors.New("UnauthorizedOperation")}
+	cl := recorded("a")
+	h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
+	clk := clocktesting.NewFakeClock(testNow)
+	h.c.Clock = clk
+	wait := func(pool string) time.Duration {
+		d, _, _ := h.c.retryAfter(&v1alpha1.Claim{Spec: v1alpha1.ClaimSpec{Pool: pool, CapacityType: "on-demand"}}, denied, nil)
+		return d
+	}
+	first := wait("default")
+	if again := wait("default"); again != first || first < refusalBackoffMin || first > refusalBackoffMin*12/10 {
+		t.Errorf("one wave waits %s then %s, want the same wait of %s plus at most 20%%", first, again, refusalBackoffMin)
+	}
+	if other := wait("spot"); other > refusalBackoffMin*12/10 {
+		t.Errorf("another pool's first refusal waits %s, want %s plus at most 20%%", other, refusalBackoffMin)
+	}
+	clk.Step(refusalBackoffMin * 12 / 10)
+	if next := wait("default"); next < 2*refusalBackoffMin {
+		t.Errorf("the next wave waits %s, want at least %s", next, 2*refusalBackoffMin)
+	}
+	h.c.launch(context.Background(), cl)
+	if got := h.c.refusalBackoff().Get("default"); got != 0 {
+		t.Errorf("backoff %s after the pool launched, want none", got)
 	}
 }
 

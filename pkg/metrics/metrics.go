@@ -23,10 +23,15 @@ const (
 const (
 	ResultLaunched             = "launched"
 	ResultInsufficientCapacity = "insufficient_capacity"
-	ResultFailed               = "failed"
-	// ResultQuota is a spot launch an account quota refused (on-demand quota refusals are
-	// counted as failed: they are retried later on the same capacity type).
+	// ResultFailed is a launch that failed for another reason: EC2 pushing back (throttling,
+	// 5xx) or an error nobody classified.
+	ResultFailed = "failed"
+	// ResultQuota is a launch an account quota refused.
 	ResultQuota = "quota"
+	// ResultError is a launch EC2 refused as misconfigured (a missing AMI, a volume smaller than
+	// its snapshot) or not permitted (the controller's role, the spot service-linked role): it
+	// fails alike until someone changes a setting.
+	ResultError = "error"
 )
 
 var (
@@ -45,7 +50,7 @@ var (
 	// Launches counts launch attempts by pool, instance type (empty when none launched),
 	// capacity type and result.
 	Launches = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: namespace, Subsystem: provisioning, Name: "launches_total",
-		Help: "Launch attempts, by pool, instance type, capacity type and result (launched, insufficient_capacity, failed).", StabilityLevel: metrics.ALPHA},
+		Help: "Launch attempts, by pool, instance type, capacity type and result (launched, insufficient_capacity, quota, error, failed).", StabilityLevel: metrics.ALPHA},
 		[]string{"pool", "instance_type", "capacity_type", "result"})
 	// OfferingsMarkedUnavailable counts offerings left out after EC2 refused them (insufficient
 	// capacity and the like).

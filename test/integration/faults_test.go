@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,6 +306,50 @@ func TestAccountQuotaBacksOff(t *testing.T) {
 	}
 	t.Logf("pod on %s after %d CreateFleet calls in all", pods[0].Spec.NodeName, world.Sim.Calls("CreateFleet")-calls)
 	checkSettled(t, ns, 1)
+}
+
+// EC2 refusing a launch as misconfigured or not permitted (an instant fleet reports it on every
+// override) is not a lack of capacity in the offerings: Tailor must not mark them unavailable and
+// plan the pod again at once onto the next offering, which would walk it through the catalog one
+// CreateFleet at a time. The claim fails with an event quoting EC2's code and message, and its pods
+// wait out a backoff: one CreateFleet call while the refusal holds. Once the cause is fixed the pod
+// runs.
+func TestLaunchRefusalsMarkNothing(t *testing.T) {
+	for _, tt := range []struct {
+		code, message, kind string
+		fixed               bool // the cause is then fixed and the pod must run
+	}{
+		{"UnauthorizedOperation", "You are not authorized to perform this operation. User: arn:aws:sts::000000000000:assumed-role/tailor/x is not authorized to perform: ec2:RunInstances", "permission", true},
+		{"InvalidParameterValue", "Volume of size 8GB is smaller than snapshot 'snap-0123456789abcdef0', expect size >= 20GB", "configuration", false},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			ns := newNamespace(t)
+			world.Sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: tt.code, Message: tt.message, InFleet: true})
+			t.Cleanup(world.Sim.ClearFaults)
+			calls := world.Sim.Calls("CreateFleet")
+			pod := createPod(t, ns, "web", "500m", "512Mi")
+			// Events of a claim, which has no namespace, are in default.
+			msg := waitEventOn(t, metav1.NamespaceDefault, "involvedObject.kind=Claim", "LaunchFailed", tt.message)
+			if want := "launch failed (" + tt.kind + ")"; !strings.Contains(msg, want) || !strings.Contains(msg, tt.code) {
+				t.Errorf("claim event %q, want it to say %q and quote %s", msg, want, tt.code)
+			}
+			waitEvent(t, ns, pod.Name, "ProvisioningFailed")
+			time.Sleep(5 * time.Second)
+			if got := world.Sim.Calls("CreateFleet") - calls; got != 1 {
+				t.Errorf("%d CreateFleet calls while EC2 answered %s, want 1: the refusal was taken for offerings without capacity", got, tt.code)
+			}
+			for _, c := range listClaims(t) {
+				if strings.Contains(c.Status.Message, tt.code) && len(c.Status.UnavailableOfferings) > 0 {
+					t.Errorf("claim %s refused with %s marked offerings unavailable: %v", c.Name, tt.code, c.Status.UnavailableOfferings)
+				}
+			}
+			if !tt.fixed {
+				return
+			}
+			world.Sim.ClearFaults()
+			checkSettled(t, ns, 1)
+		})
+	}
 }
 
 // The account's spot instance quota is used up (every spot CreateFleet reports

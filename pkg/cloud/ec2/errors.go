@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 
@@ -9,21 +10,52 @@ import (
 )
 
 // classify gives err its cloud.ErrorKind, the one place EC2's error codes are read for it:
-// throttling (the SDK's own throttle codes, the ones its retryer backs off on) and 5xx
-// answers are transient; account quotas are quota. nil stays nil.
+// throttling (the SDK's own throttle codes, the ones its retryer backs off on) and 5xx answers
+// are transient; account quotas are quota; refusals of the caller's identity are permission;
+// requests EC2 rejects as they are, configuration. nil stays nil.
 func classify(err error) error {
 	if err == nil || cloud.KindOf(err) != cloud.KindOther {
 		return err
 	}
-	code := apiErrorCode(err)
 	var status interface{ HTTPStatusCode() int }
-	switch _, throttled := retry.DefaultThrottleErrorCodes[code]; {
-	case throttled, errors.As(err, &status) && status.HTTPStatusCode() >= 500:
+	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
 		return &cloud.Error{Kind: cloud.KindTransient, Err: err}
-	case accountQuotaCodes[code]:
-		return &cloud.Error{Kind: cloud.KindQuota, Err: err}
+	}
+	if kind := kindOfCode(apiErrorCode(err)); kind != cloud.KindOther {
+		return &cloud.Error{Kind: kind, Err: err}
 	}
 	return err
+}
+
+// kindOfCode is what an EC2 error code means for the caller's next step (see classify).
+func kindOfCode(code string) cloud.ErrorKind {
+	_, throttled := retry.DefaultThrottleErrorCodes[code]
+	switch {
+	case code == "":
+		return cloud.KindOther
+	case throttled:
+		return cloud.KindTransient
+	case accountQuotaCodes[code]:
+		return cloud.KindQuota
+	case permissionCodes[code], strings.HasPrefix(code, "AuthFailure."):
+		return cloud.KindPermission
+	case strings.HasPrefix(code, "Invalid"), configurationCodes[code]:
+		return cloud.KindConfiguration
+	}
+	return cloud.KindOther
+}
+
+// capacityCodes are the errors a fleet reports for an offering that has no capacity for the
+// launch now (the codes Karpenter treats as unfulfillable capacity, less the account quotas):
+// only these mark an offering unavailable, so the next plan tries another. Every other code says
+// nothing about the offering.
+var capacityCodes = map[string]bool{
+	"InsufficientInstanceCapacity":      true,
+	"UnfulfillableCapacity":             true,
+	"Unsupported":                       true, // the type is not offered in the zone
+	"UnsupportedOperation":              true, // the type cannot do what the launch asks of it
+	"InsufficientFreeAddressesInSubnet": true,
+	"ReservationCapacityExceeded":       true,
 }
 
 // accountQuotaCodes are the errors of an account's quotas: running on-demand vCPUs of an
@@ -37,3 +69,33 @@ var accountQuotaCodes = map[string]bool{
 	"MaxSpotInstanceCountExceeded": true,
 	"InstanceLimitExceeded":        true,
 }
+
+// permissionCodes refuse the caller's identity (AuthFailure.* too): the controller's role lacks
+// an action, a condition of its policy does not hold, or an SCP denies it.
+var permissionCodes = map[string]bool{
+	"UnauthorizedOperation": true,
+	"AuthFailure":           true,
+	"AccessDenied":          true,
+	"AccessDeniedException": true,
+	"OptInRequired":         true,
+	"Blocked":               true,
+}
+
+// configurationCodes are refusals of the request as it is besides the Invalid* codes (an AMI
+// that does not exist is InvalidAMIID.NotFound, a volume smaller than the snapshot
+// InvalidParameterValue, a bad block device InvalidBlockDeviceMapping).
+var configurationCodes = map[string]bool{
+	"MissingParameter":            true,
+	"UnknownParameter":            true,
+	"UnsupportedOperation":        true,
+	"InvalidParameterCombination": true,
+}
+
+// spotRoleMissingCode is the error of a spot launch in an account without EC2 Spot's
+// service-linked role when the caller may not create it (the console creates it on the first
+// spot request, an API caller needs iam:CreateServiceLinkedRole).
+const spotRoleMissingCode = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+
+// spotRoleFix says how to create the role; the Terraform module's input does it too.
+const spotRoleFix = "EC2 Spot's service-linked role does not exist in the account and Tailor may not create it: " +
+	"run `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com` once, or set the Terraform module's input create_spot_service_linked_role = true"

@@ -33,7 +33,12 @@ func TestClassify(t *testing.T) {
 		{coded("VcpuLimitExceeded"), cloud.KindQuota},
 		{coded("MaxSpotInstanceCountExceeded"), cloud.KindQuota},
 		{coded("InsufficientInstanceCapacity"), cloud.KindOther},
-		{coded("InvalidSubnetID.NotFound"), cloud.KindOther},
+		{coded("InvalidSubnetID.NotFound"), cloud.KindConfiguration},
+		{coded("InvalidParameterValue"), cloud.KindConfiguration},
+		{coded("MissingParameter"), cloud.KindConfiguration},
+		{coded("UnauthorizedOperation"), cloud.KindPermission},
+		{coded("AuthFailure.ServiceLinkedRoleCreationNotPermitted"), cloud.KindPermission},
+		{coded("SomethingNew"), cloud.KindOther},
 		{status(400), cloud.KindOther},
 		{errors.New("plain"), cloud.KindOther},
 		// Already classified: kept (a quota error wrapping a fleet error list).

@@ -173,12 +173,13 @@ func fleetInput(req cloud.LaunchRequest, templates int, overrideGroup []int, zon
 	return input
 }
 
-// launchResult reads CreateFleet's answer: the instance it launched, if any, and each
-// offering's error. An account quota's error is no offering's failure (see accountQuotaCodes):
+// launchResult reads CreateFleet's answer: the instance it launched, if any, and the errors of
+// the offerings that had no capacity (capacityCodes). Any other error a fleet reports on its
+// overrides (an account quota, a configuration or permission refusal) is no offering's failure:
 // it is the launch's error when nothing was launched.
 func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, out *ec2.CreateFleetOutput, zones map[string]string, imageID string, tags map[string]string) (*cloud.LaunchResult, error) {
 	res := &cloud.LaunchResult{}
-	var quota error
+	var refusals []cloud.OfferingError
 	for _, e := range out.Errors {
 		oe := cloud.OfferingError{Code: aws.ToString(e.ErrorCode), Message: aws.ToString(e.ErrorMessage)}
 		if lo := e.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -189,11 +190,11 @@ func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, ou
 				oe.Zone = zones[oe.SubnetID]
 			}
 		}
-		if accountQuotaCodes[oe.Code] {
-			quota = oe
-			continue
+		if capacityCodes[oe.Code] {
+			res.Errors = append(res.Errors, oe)
+		} else {
+			refusals = append(refusals, oe)
 		}
-		res.Errors = append(res.Errors, oe)
 	}
 	for _, fi := range out.Instances {
 		if len(fi.InstanceIds) == 0 || fi.InstanceIds[0] == "" {
@@ -212,13 +213,43 @@ func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, ou
 		res.Instance = &inst
 		break
 	}
-	if res.Instance == nil && quota != nil {
-		return nil, &cloud.Error{Kind: cloud.KindQuota, Err: fmt.Errorf("ec2: CreateFleet %s: an account quota refused the launch: %w", aws.ToString(out.FleetId), quota)}
+	if res.Instance == nil && len(refusals) > 0 {
+		return nil, refusalError(aws.ToString(out.FleetId), refusals)
 	}
 	if res.Instance == nil && len(res.Errors) == 0 {
 		return nil, fmt.Errorf("ec2: CreateFleet %s launched nothing and reported no errors", aws.ToString(out.FleetId))
 	}
 	return res, nil
+}
+
+// refusalError is the error of a fleet that launched nothing and reported errors that are no
+// offering's, of the kind of the one a user must act on first (permission, then configuration,
+// then quota). It quotes each distinct code and message once.
+func refusalError(fleetID string, refusals []cloud.OfferingError) error {
+	rank := map[cloud.ErrorKind]int{cloud.KindPermission: 3, cloud.KindConfiguration: 2, cloud.KindQuota: 1}
+	kind := cloud.KindOther
+	var quoted []string
+	spotRole := false
+	for _, r := range refusals {
+		if k := kindOfCode(r.Code); rank[k] > rank[kind] {
+			kind = k
+		}
+		spotRole = spotRole || r.Code == spotRoleMissingCode
+		if q := r.Code + ": " + r.Message; !slices.Contains(quoted, q) {
+			quoted = append(quoted, q)
+		}
+	}
+	detail := strings.Join(quoted, "; ")
+	var err error
+	switch {
+	case spotRole:
+		err = fmt.Errorf("ec2: CreateFleet %s: %w: %s (%s)", fleetID, cloud.ErrSpotNotEnabled, spotRoleFix, detail)
+	case kind == cloud.KindQuota:
+		err = fmt.Errorf("ec2: CreateFleet %s: an account quota refused the launch: %s", fleetID, detail)
+	default:
+		err = fmt.Errorf("ec2: CreateFleet %s launched nothing (%s error): %s", fleetID, kind, detail)
+	}
+	return &cloud.Error{Kind: kind, Err: err}
 }
 
 // clientToken fits a caller's token into EC2's 64 ASCII characters (longer ones are hashed).

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"slices"
@@ -484,6 +485,49 @@ func TestLaunch(t *testing.T) {
 			cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
 		if err != nil || res.Instance == nil || len(res.Errors) != 1 || res.Errors[0].Code != "InsufficientInstanceCapacity" {
 			t.Errorf("result %+v, error %v; want an instance and the one capacity error", res, err)
+		}
+	})
+
+	// Only capacity codes are offering failures: a refusal of the request or of the caller's
+	// identity, reported on every override, is the launch's error of its kind, quoting EC2.
+	t.Run("refusals in the fleet errors", func(t *testing.T) {
+		for _, tt := range []struct {
+			code, message  string
+			ct             cloud.CapacityType
+			kind           cloud.ErrorKind
+			want           []string
+			spotNotEnabled bool
+		}{
+			{"UnauthorizedOperation", "You are not authorized to perform this operation.", cloud.OnDemand, cloud.KindPermission,
+				[]string{"permission error", "UnauthorizedOperation: You are not authorized to perform this operation."}, false},
+			{"InvalidParameterValue", "Volume of size 8GB is smaller than snapshot 'snap-1', expect size >= 20GB", cloud.OnDemand, cloud.KindConfiguration,
+				[]string{"configuration error", "InvalidParameterValue: Volume of size 8GB is smaller than snapshot"}, false},
+			{"AuthFailure.ServiceLinkedRoleCreationNotPermitted", "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances.", cloud.Spot, cloud.KindPermission,
+				[]string{"aws iam create-service-linked-role --aws-service-name spot.amazonaws.com", "create_spot_service_linked_role = true", "AuthFailure.ServiceLinkedRoleCreationNotPermitted"}, true},
+			{"SomethingNew", "A code nobody knows yet.", cloud.OnDemand, cloud.KindOther, []string{"SomethingNew: A code nobody knows yet."}, false},
+		} {
+			e.sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: tt.code, Message: tt.message, InFleet: true})
+			res, err := e.p.Launch(testCtx(t), e.request(t, "claim-refused-"+strings.ToLower(tt.code), tt.ct,
+				cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
+			e.sim.ClearFaults()
+			if res != nil || err == nil {
+				t.Errorf("%s: result %+v, error %v; want no result and an error", tt.code, res, err)
+				continue
+			}
+			if k := cloud.KindOf(err); k != tt.kind {
+				t.Errorf("%s: error of kind %v, want %v", tt.code, k, tt.kind)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q does not say %q", tt.code, err, w)
+				}
+			}
+			if strings.Count(err.Error(), tt.code) != 1 {
+				t.Errorf("%s: error %q quotes the code more than once (once per override?)", tt.code, err)
+			}
+			if got := errors.Is(err, cloud.ErrSpotNotEnabled); got != tt.spotNotEnabled {
+				t.Errorf("%s: errors.Is(err, ErrSpotNotEnabled) = %v", tt.code, got)
+			}
 		}
 	})
 
