@@ -7,10 +7,12 @@ package terraform
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,6 +56,7 @@ type config struct {
 	resources map[string]*hclsyntax.Block // by "<type>.<name>"
 	data      map[string]*hclsyntax.Block // by "<type>.<name>"
 	calls     map[string]*hclsyntax.Block // module blocks, by name
+	providers map[string]*hclsyntax.Block // provider blocks, by name
 	terraform []*hclsyntax.Block
 }
 
@@ -70,6 +73,7 @@ func load(t *testing.T, dir string) *config {
 		resources: map[string]*hclsyntax.Block{},
 		data:      map[string]*hclsyntax.Block{},
 		calls:     map[string]*hclsyntax.Block{},
+		providers: map[string]*hclsyntax.Block{},
 	}
 	add := func(m map[string]*hclsyntax.Block, key string, b *hclsyntax.Block) {
 		if _, dup := m[key]; dup {
@@ -102,6 +106,8 @@ func load(t *testing.T, dir string) *config {
 				add(c.data, b.Labels[0]+"."+b.Labels[1], b)
 			case "module":
 				add(c.calls, b.Labels[0], b)
+			case "provider":
+				add(c.providers, b.Labels[0], b)
 			case "terraform":
 				c.terraform = append(c.terraform, b)
 			}
@@ -195,6 +201,34 @@ var toSet = function.New(&function.Spec{
 	},
 })
 
+// coalesce is Terraform's coalesce, which unlike cty's stdlib.CoalesceFunc also passes over "":
+// the module's name defaults are coalesce(var.<name>, <derived>) with "" as the input's default.
+var coalesce = function.New(&function.Spec{
+	VarParam: &function.Parameter{Name: "vals", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowDynamicType: true, AllowNull: true},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		types := make([]cty.Type, len(args))
+		for i, a := range args {
+			types[i] = a.Type()
+		}
+		if t, _ := convert.UnifyUnsafe(types); t != cty.NilType {
+			return t, nil
+		}
+		return cty.NilType, fmt.Errorf("all arguments must have the same type")
+	},
+	Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+		for _, a := range args {
+			if !a.IsKnown() {
+				return cty.UnknownVal(retType), nil
+			}
+			if a.IsNull() || retType == cty.String && a.RawEquals(cty.StringVal("")) {
+				continue
+			}
+			return convert.Convert(a, retType)
+		}
+		return cty.NilVal, fmt.Errorf("no non-null, non-empty-string arguments")
+	},
+})
+
 // evalContext evaluates what needs no AWS account: literals, the functions below, the data
 // sources that name partition, region and account, the variables in vars (every other variable
 // is unknown) and the locals computable from these.
@@ -224,13 +258,14 @@ func (c *config) evalContext(vars map[string]cty.Value) *hcl.EvalContext {
 			"path": obj("module", c.dir),
 			"data": obj(
 				"aws_partition", obj("current", obj("partition", testPartition)),
-				"aws_region", obj("current", obj("name", testRegion)),
+				// region only, so that a .name (deprecated by the aws provider 6) does not evaluate.
+				"aws_region", obj("current", obj("region", testRegion)),
 				"aws_caller_identity", obj("current", obj("account_id", testAccount)),
 			),
 		},
 		Functions: map[string]function.Function{
 			"jsonencode": stdlib.JSONEncodeFunc,
-			"coalesce":   stdlib.CoalesceFunc,
+			"coalesce":   coalesce,
 			"concat":     stdlib.ConcatFunc,
 			"merge":      stdlib.MergeFunc,
 			"toset":      toSet,
@@ -458,10 +493,149 @@ func TestExampleCallsModule(t *testing.T) {
 	}
 }
 
-// Both directories pin what the README says: Terraform 1.11 or later, aws 5.x, helm 2.x.
+// versionConstraint is one term of a Terraform version constraint, e.g. ">= 6.0" or "~> 3.0".
+type versionConstraint struct {
+	op       string
+	version  [3]int
+	segments int // how many of major, minor, patch the term spells out
+}
+
+// parseVersion reads "6", "6.0" or "6.0.1"; missing segments are 0. Pre-releases are not
+// supported: no constraint here needs one.
+func parseVersion(s string) (v [3]int, segments int, err error) {
+	parts := strings.Split(strings.TrimSpace(s), ".")
+	if len(parts) > 3 {
+		return v, 0, fmt.Errorf("version %q has more than three segments", s)
+	}
+	for i, p := range parts {
+		if v[i], err = strconv.Atoi(p); err != nil || v[i] < 0 {
+			return v, 0, fmt.Errorf("version %q: segment %q is not a number", s, p)
+		}
+	}
+	return v, len(parts), nil
+}
+
+// parseConstraints reads a Terraform version constraint: comma-separated terms, each an
+// operator (=, !=, >, >=, <, <=, ~>; none means =) and a version.
+func parseConstraints(s string) ([]versionConstraint, error) {
+	var out []versionConstraint
+	for _, term := range strings.Split(s, ",") {
+		term = strings.TrimSpace(term)
+		op := "="
+		for _, o := range []string{">=", "<=", "~>", "!=", ">", "<", "="} {
+			if rest, ok := strings.CutPrefix(term, o); ok {
+				op, term = o, rest
+				break
+			}
+		}
+		v, n, err := parseVersion(term)
+		if err != nil {
+			return nil, err
+		}
+		// "~> 6" reads differently to different people; a constraint here says "~> 6.0".
+		if op == "~>" && n < 2 {
+			return nil, fmt.Errorf("%q: write ~> with at least major.minor", s)
+		}
+		out = append(out, versionConstraint{op, v, n})
+	}
+	return out, nil
+}
+
+func compareVersions(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
+}
+
+// allows tells whether version v meets every term, as Terraform reads them: "~> 6.1" is
+// ">= 6.1, < 7.0", "~> 6.1.2" is ">= 6.1.2, < 6.2.0".
+func allows(cs []versionConstraint, version string) bool {
+	v, _, err := parseVersion(version)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range cs {
+		cmp := compareVersions(v, c.version)
+		var ok bool
+		switch c.op {
+		case "=":
+			ok = cmp == 0
+		case "!=":
+			ok = cmp != 0
+		case ">":
+			ok = cmp > 0
+		case ">=":
+			ok = cmp >= 0
+		case "<":
+			ok = cmp < 0
+		case "<=":
+			ok = cmp <= 0
+		case "~>":
+			// Every segment before the last one written stays as written.
+			ok = cmp >= 0 && slices.Equal(v[:c.segments-1], c.version[:c.segments-1])
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func TestVersionConstraintReading(t *testing.T) {
+	for _, tc := range []struct {
+		constraint, version string
+		want                bool
+	}{
+		{">= 6.0", "6.0.0", true},
+		{">= 6.0", "7.2.0", true},
+		{">= 6.0", "5.100.0", false},
+		{"~> 6.0", "6.40.1", true},
+		{"~> 6.0", "7.0.0", false},
+		{"~> 5.34", "5.34.0", true},
+		{"~> 5.34", "5.33.9", false},
+		{"~> 6.1.2", "6.1.9", true},
+		{"~> 6.1.2", "6.2.0", false},
+		{">= 6.0, < 7", "6.9.0", true},
+		{">= 6.0, < 7", "7.0.0", false},
+		{"6.2.0", "6.2.0", true},
+		{"!= 6.2.0", "6.2.0", false},
+	} {
+		cs, err := parseConstraints(tc.constraint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := allows(cs, tc.version); got != tc.want {
+			t.Errorf("%q allows %s: %v, want %v", tc.constraint, tc.version, got, tc.want)
+		}
+	}
+	if _, err := parseConstraints("~> 6"); err == nil {
+		t.Errorf("~> 6 is read without an error")
+	}
+}
+
+// Both directories take what the README says: Terraform 1.11 or later, the aws provider 6 (its
+// data.aws_region.region; terraform-aws-eks v21 needs 6) and the helm provider 3, and neither
+// 5.x nor 2.x. The example, a root, may pin tighter than the module, but never allows a version
+// the module refuses.
 func TestRequiredVersions(t *testing.T) {
-	want := map[string]string{"aws": "~> 5.", "helm": "~> 2."}
+	providers := []struct {
+		name          string
+		allow, refuse []string
+	}{
+		{"aws", []string{"6.0.0", "6.40.0"}, []string{"5.34.0", "5.100.0", "4.67.0"}},
+		{"helm", []string{"3.0.0", "3.1.1"}, []string{"2.0.0", "2.17.0"}},
+	}
+	// Versions the example may allow only if the module does too.
+	probes := map[string][]string{
+		"aws":  {"5.100.0", "6.0.0", "6.99.0", "7.0.0"},
+		"helm": {"2.17.0", "3.0.0", "3.99.0", "4.0.0"},
+	}
+	constraints := map[string]map[string][]versionConstraint{} // by directory, by provider
 	for _, dir := range []string{moduleDir, exampleDir} {
+		constraints[dir] = map[string][]versionConstraint{}
 		t.Run(dir, func(t *testing.T) {
 			c := load(t, dir)
 			if len(c.terraform) != 1 {
@@ -475,25 +649,139 @@ func TestRequiredVersions(t *testing.T) {
 			if len(rp) != 1 {
 				t.Fatalf("%d required_providers blocks, want 1", len(rp))
 			}
-			for _, name := range sortedKeys(want) {
-				a := rp[0].Body.Attributes[name]
+			for _, p := range providers {
+				a := rp[0].Body.Attributes[p.name]
 				if a == nil {
-					t.Errorf("required_providers lacks %s", name)
+					t.Errorf("required_providers lacks %s", p.name)
 					continue
 				}
 				v, diags := a.Expr.Value(nil)
 				if diags.HasErrors() || !v.Type().IsObjectType() || !v.Type().HasAttribute("source") || !v.Type().HasAttribute("version") {
-					t.Errorf("required_providers.%s is not {source, version}: %s", name, diags.Error())
+					t.Errorf("required_providers.%s is not {source, version}: %s", p.name, diags.Error())
 					continue
 				}
-				if src := v.GetAttr("source").AsString(); src != "hashicorp/"+name {
-					t.Errorf("required_providers.%s.source %q, want hashicorp/%s", name, src, name)
+				if src := v.GetAttr("source").AsString(); src != "hashicorp/"+p.name {
+					t.Errorf("required_providers.%s.source %q, want hashicorp/%s", p.name, src, p.name)
 				}
-				if ver := v.GetAttr("version").AsString(); !strings.HasPrefix(ver, want[name]) {
-					t.Errorf("required_providers.%s.version %q, want %s…", name, ver, want[name])
+				ver := v.GetAttr("version").AsString()
+				cs, err := parseConstraints(ver)
+				if err != nil {
+					t.Errorf("required_providers.%s.version: %v", p.name, err)
+					continue
+				}
+				constraints[dir][p.name] = cs
+				for _, want := range p.allow {
+					if !allows(cs, want) {
+						t.Errorf("required_providers.%s.version %q refuses %s", p.name, ver, want)
+					}
+				}
+				for _, refused := range p.refuse {
+					if allows(cs, refused) {
+						t.Errorf("required_providers.%s.version %q allows %s", p.name, ver, refused)
+					}
 				}
 			}
 		})
+	}
+	for name, versions := range probes {
+		mod, ex := constraints[moduleDir][name], constraints[exampleDir][name]
+		if mod == nil || ex == nil {
+			continue // reported above
+		}
+		for _, v := range versions {
+			if allows(ex, v) && !allows(mod, v) {
+				t.Errorf("the example allows %s %s, which the module refuses", name, v)
+			}
+		}
+	}
+}
+
+// Nothing the aws provider 6 deprecates, and nothing written in helm provider 2 syntax: a
+// deprecated attribute warns in every plan of every root that uses the module, and 6 is the
+// last major that still has these.
+func TestNoDeprecatedProviderSyntax(t *testing.T) {
+	// Arguments of a resource type, as an attribute or a block.
+	deprecatedArgs := []struct{ resource, arg, instead string }{
+		{"aws_iam_role", "inline_policy", "aws_iam_role_policy"},
+		{"aws_iam_role", "managed_policy_arns", "aws_iam_role_policy_attachment"},
+		{"aws_cloudwatch_event_rule", "is_enabled", "state"},
+	}
+	for _, dir := range []string{moduleDir, exampleDir} {
+		t.Run(dir, func(t *testing.T) {
+			c := load(t, dir)
+			for _, body := range c.bodies {
+				for _, r := range refs(body) {
+					// data.aws_region.<name>.name, index steps left out by refs.
+					if parts := strings.Split(r, "."); len(parts) >= 4 && parts[0] == "data" && parts[1] == "aws_region" && parts[3] == "name" {
+						t.Errorf("%s uses %s: the aws provider 6 deprecates name, use .region", dir, r)
+					}
+				}
+			}
+			for _, d := range deprecatedArgs {
+				for _, key := range ofType(c.resources, d.resource) {
+					b := c.resources[key]
+					if attr(b, d.arg) != nil || len(blocks(b, d.arg)) > 0 {
+						t.Errorf("%s sets %s, deprecated in the aws provider 6: use %s", key, d.arg, d.instead)
+					}
+				}
+			}
+			// The helm provider 3 takes kubernetes, registries and experiments as attributes
+			// and has no blocks left.
+			if p := c.providers["helm"]; p != nil {
+				for _, b := range p.Body.Blocks {
+					t.Errorf("provider \"helm\" has a %s block: the helm provider 3 takes %s = {...}", b.Type, b.Type)
+				}
+			}
+		})
+	}
+}
+
+// The example's helm provider reaches the cluster as the helm provider 3 takes it:
+// kubernetes = {host, cluster_ca_certificate, exec = {...}}, the token from `aws eks get-token`
+// for the example's cluster and region.
+func TestExampleHelmProvider(t *testing.T) {
+	ex := load(t, exampleDir)
+	p := ex.providers["helm"]
+	if p == nil {
+		t.Fatalf("%s configures no helm provider", exampleDir)
+	}
+	items := func(e hclsyntax.Expression, what string) map[string]hclsyntax.Expression {
+		obj, ok := e.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			t.Fatalf("%s is not an object attribute (= {...})", what)
+		}
+		out := map[string]hclsyntax.Expression{}
+		for _, item := range obj.Items {
+			k, diags := item.KeyExpr.Value(nil)
+			if diags.HasErrors() || k.Type() != cty.String {
+				t.Fatalf("%s has a computed key", what)
+			}
+			out[k.AsString()] = item.ValueExpr
+		}
+		return out
+	}
+	kube := items(attr(p, "kubernetes"), "provider helm's kubernetes")
+	for arg, want := range map[string]string{
+		"host":                   "data.aws_eks_cluster.this.endpoint",
+		"cluster_ca_certificate": "data.aws_eks_cluster.this.certificate_authority",
+	} {
+		if !hasRef(refs(kube[arg]), want) {
+			t.Errorf("kubernetes.%s is not from %s", arg, want)
+		}
+	}
+	if kube["exec"] == nil {
+		t.Fatalf("kubernetes has no exec")
+	}
+	exec := items(kube["exec"], "kubernetes.exec")
+	ctx := ex.evalContext(map[string]cty.Value{"cluster_name": cty.StringVal("C"), "region": cty.StringVal("R")})
+	if got := str(ctx, exec["api_version"]); got != "client.authentication.k8s.io/v1beta1" {
+		t.Errorf("exec.api_version %q", got)
+	}
+	if got := str(ctx, exec["command"]); got != "aws" {
+		t.Errorf("exec.command %q, want aws", got)
+	}
+	if got, want := strs(ctx, exec["args"]), []string{"eks", "get-token", "--cluster-name", "C", "--region", "R"}; !slices.Equal(got, want) {
+		t.Errorf("exec.args %v, want %v", got, want)
 	}
 }
 
@@ -543,7 +831,7 @@ func TestControllerPolicyIsRepoDocument(t *testing.T) {
 	// Where each value comes from.
 	for name, from := range map[string]string{
 		"partition":     "data.aws_partition.current.partition",
-		"region":        "data.aws_region.current",
+		"region":        "data.aws_region.current.region",
 		"account_id":    "data.aws_caller_identity.current.account_id",
 		"cluster_name":  "var.cluster_name",
 		"node_role_arn": "aws_iam_role.node.arn",
@@ -584,6 +872,42 @@ func TestControllerPolicyIsRepoDocument(t *testing.T) {
 	}
 	if doc.Version != "2012-10-17" || len(doc.Statement) == 0 {
 		t.Errorf("%s renders to Version %q with %d statements, want 2012-10-17 and at least one", policyFile, doc.Version, len(doc.Statement))
+	}
+
+	// The values the module passes, evaluated: partition, region and account from the provider's
+	// data sources, the cluster from its input; the node role's and the queue's ARNs, known only
+	// after apply, get stand-ins. What templatefile renders from them is the document with each
+	// ${name} replaced, the substitution the README's manual path and pkg/sim/iamcheck make.
+	const nodeRoleARN, queueARN = "arn:aws-test:iam::000000000000:role/test-node", "arn:aws-test:sqs:test-region-1:000000000000:test-queue"
+	ctx := c.evalContext(map[string]cty.Value{"cluster_name": cty.StringVal("test-cluster")}).NewChild()
+	ctx.Variables = map[string]cty.Value{
+		"aws_iam_role":  cty.ObjectVal(map[string]cty.Value{"node": cty.ObjectVal(map[string]cty.Value{"arn": cty.StringVal(nodeRoleARN)})}),
+		"aws_sqs_queue": cty.ObjectVal(map[string]cty.Value{"interruption": cty.ObjectVal(map[string]cty.Value{"arn": cty.StringVal(queueARN)})}),
+	}
+	wantVals := map[string]string{
+		"partition":     testPartition,
+		"region":        testRegion,
+		"account_id":    testAccount,
+		"cluster_name":  "test-cluster",
+		"node_role_arn": nodeRoleARN,
+		"queue_arn":     queueARN,
+	}
+	moduleVars := map[string]cty.Value{}
+	var replacements []string
+	for _, name := range sortedKeys(passed) {
+		got := str(ctx, passed[name])
+		if got != wantVals[name] {
+			t.Errorf("the module passes %s = %q, want %q", name, got, wantVals[name])
+		}
+		moduleVars[name] = cty.StringVal(got)
+		replacements = append(replacements, "${"+name+"}", got)
+	}
+	rendered, diags := tmpl.Value(&hcl.EvalContext{Variables: moduleVars})
+	if diags.HasErrors() {
+		t.Fatalf("%s does not render with the module's values: %s", policyFile, diags.Error())
+	}
+	if want := strings.NewReplacer(replacements...).Replace(string(src)); rendered.AsString() != want {
+		t.Errorf("templatefile renders %s with the module's values to\n%s\nwant the document with its placeholders replaced:\n%s", policyFile, rendered.AsString(), want)
 	}
 }
 
@@ -768,6 +1092,59 @@ func TestNodeRole(t *testing.T) {
 	}
 }
 
+// create_spot_service_linked_role creates the account's spot service-linked role when true and
+// only then: it is one per account, so creating it by default would fail wherever spot was
+// used before. The chart waits for it, so that Tailor's first spot launch finds it.
+func TestSpotServiceLinkedRole(t *testing.T) {
+	c := load(t, moduleDir)
+	const input = "create_spot_service_linked_role"
+	v := c.variables[input]
+	if v == nil {
+		t.Fatalf("no variable %q (the launch-failure event names it)", input)
+	}
+	if got := hcl.ExprAsKeyword(attr(v, "type")); got != "bool" {
+		t.Errorf("%s's type is %q, want bool", input, got)
+	}
+	if d, diags := attr(v, "default").Value(nil); diags.HasErrors() || !d.RawEquals(cty.False) {
+		t.Errorf("%s does not default to false", input)
+	}
+	desc := str(nil, attr(v, "description"))
+	for _, want := range []string{"spot.amazonaws.com", "has been taken in this account", "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("%s's description does not say %q", input, want)
+		}
+	}
+
+	roles := ofType(c.resources, "aws_iam_service_linked_role")
+	if len(roles) != 1 {
+		t.Fatalf("aws_iam_service_linked_role resources %v, want one", roles)
+	}
+	r := c.resources[roles[0]]
+	if got := str(nil, attr(r, "aws_service_name")); got != "spot.amazonaws.com" {
+		t.Errorf("%s's aws_service_name is %q, want spot.amazonaws.com", roles[0], got)
+	}
+	for _, tc := range []struct {
+		create bool
+		want   int64
+	}{{false, 0}, {true, 1}} {
+		ctx := c.evalContext(map[string]cty.Value{input: cty.BoolVal(tc.create)})
+		n, diags := attr(r, "count").Value(ctx)
+		if diags.HasErrors() || !n.IsKnown() || n.Type() != cty.Number {
+			t.Errorf("%s's count does not evaluate from %s: %s", roles[0], input, diags.Error())
+			continue
+		}
+		if got, _ := n.AsBigFloat().Int64(); got != tc.want {
+			t.Errorf("%s = %v: %s's count is %d, want %d", input, tc.create, roles[0], got, tc.want)
+		}
+	}
+
+	for _, key := range ofType(c.resources, "helm_release") {
+		if !hasRef(refs(attr(c.resources[key], "depends_on")), roles[0]) {
+			t.Errorf("%s does not depend on %s", key, roles[0])
+		}
+	}
+}
+
 // The interruption queue is encrypted, keeps messages minutes at most, and takes messages from
 // EventBridge.
 func TestInterruptionQueue(t *testing.T) {
@@ -814,6 +1191,44 @@ func TestInterruptionQueue(t *testing.T) {
 	if !sends {
 		t.Errorf("the queue policy does not allow sqs:SendMessage to the queue from events.amazonaws.com and sqs.amazonaws.com")
 	}
+}
+
+// Without an interruption queue, the READMEs have ${queue_arn} replaced by hand with the ARN the
+// module's queue gets by default (a policy naming a queue not created allows nothing), so that
+// a hand-made role and the module's name the same queue.
+func TestManualQueueARNIsModuleDefault(t *testing.T) {
+	c := load(t, moduleDir)
+	ctx := c.evalContext(map[string]cty.Value{
+		"cluster_name":            cty.StringVal("<cluster>"),
+		"interruption_queue_name": attrValue(t, c.variables["interruption_queue_name"], "default"),
+	})
+	local := ctx.Variables["local"].GetAttr("queue_name")
+	if !local.IsWhollyKnown() || local.Type() != cty.String {
+		t.Fatalf("local.queue_name does not evaluate from the cluster name")
+	}
+	if !hasRef(refs(attr(c.resources["aws_sqs_queue.interruption"], "name")), "local.queue_name") {
+		t.Fatalf("aws_sqs_queue.interruption is not named local.queue_name")
+	}
+	want := "arn:<partition>:sqs:<region>:<account>:" + local.AsString()
+	for _, readme := range []string{"../../README.md", "README.md"} {
+		raw, err := os.ReadFile(readme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), "`"+want+"`") {
+			t.Errorf("%s does not give `%s` as ${queue_arn} without a queue", readme, want)
+		}
+	}
+}
+
+// attrValue is the value of b's attribute name, which must evaluate without context.
+func attrValue(t *testing.T, b *hclsyntax.Block, name string) cty.Value {
+	t.Helper()
+	v, diags := attr(b, name).Value(nil)
+	if diags.HasErrors() {
+		t.Fatalf("%s %v: %s: %s", b.Type, b.Labels, name, diags.Error())
+	}
+	return v
 }
 
 // Exactly the four kinds of event the interruption handling needs reach the queue, each by a
@@ -992,10 +1407,16 @@ func TestHelmReleaseValues(t *testing.T) {
 		t.Fatalf("helm releases %v, want one", releases)
 	}
 	rel := c.resources[releases[0]]
+	// One style of values, the one checked here: no set blocks (helm provider 2) nor set
+	// attributes (3).
 	for _, b := range rel.Body.Blocks {
-		// One style of values, the one checked here.
 		if strings.HasPrefix(b.Type, "set") {
 			t.Errorf("%s has a %s block: set the chart's values in values = [yamlencode({...})]", releases[0], b.Type)
+		}
+	}
+	for name := range rel.Body.Attributes {
+		if strings.HasPrefix(name, "set") {
+			t.Errorf("%s sets %s: set the chart's values in values = [yamlencode({...})]", releases[0], name)
 		}
 	}
 	var chart []string
@@ -1062,7 +1483,7 @@ func TestHelmReleaseValues(t *testing.T) {
 		guard string
 	}{
 		{"settings.clusterName", "var.cluster_name", ""},
-		{"settings.region", "data.aws_region.current", ""},
+		{"settings.region", "data.aws_region.current.region", ""},
 		{"settings.clusterEndpoint", "var.cluster_endpoint", ""},
 		{"settings.clusterCABundle", "var.cluster_ca_bundle", ""},
 		{"settings.interruptionQueue", "aws_sqs_queue.interruption.name", ""},

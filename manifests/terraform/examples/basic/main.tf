@@ -16,12 +16,13 @@ data "aws_iam_openid_connect_provider" "this" {
 
 # Helm talks to the cluster with the caller's AWS credentials, as kubectl does after
 # `aws eks update-kubeconfig`; the caller needs cluster-admin there to install the chart.
+# helm provider 3.x: kubernetes and exec are object attributes (=), no longer blocks.
 provider "helm" {
-  kubernetes {
+  kubernetes = {
     host                   = data.aws_eks_cluster.this.endpoint
     cluster_ca_certificate = base64decode(data.aws_eks_cluster.this.certificate_authority[0].data)
 
-    exec {
+    exec = {
       api_version = "client.authentication.k8s.io/v1beta1"
       command     = "aws"
       args        = ["eks", "get-token", "--cluster-name", var.cluster_name, "--region", var.region]
@@ -43,6 +44,9 @@ module "tailor" {
 
   image_repository = var.image_repository
   image_tag        = var.image_tag
+
+  # The spot pool below needs the account's spot service-linked role.
+  create_spot_service_linked_role = var.create_spot_service_linked_role
 
   # A spot pool beside the default on-demand one; both get the module's instance profile.
   pools = [

@@ -27,3 +27,9 @@ variable "image_tag" {
   type        = string
   default     = "dev"
 }
+
+variable "create_spot_service_linked_role" {
+  description = "Create the account's spot service-linked role for the spot pool. Leave false if the account has it already (any earlier spot use): creating it again fails with InvalidInput \"... has been taken in this account\"."
+  type        = bool
+  default     = false
+}

@@ -40,10 +40,12 @@ resource "helm_release" "tailor" {
     pools = local.pools
   })], var.helm_values)
 
-  # The pods need their credentials and their nodes' access entry before they start launching.
+  # The pods need their credentials, their nodes' access entry and (when created here) the spot
+  # service-linked role before they start launching.
   depends_on = [
     aws_iam_role_policy.controller,
     aws_eks_pod_identity_association.controller,
     aws_eks_access_entry.node,
+    aws_iam_service_linked_role.spot,
   ]
 }

@@ -55,3 +55,12 @@ resource "aws_eks_access_entry" "node" {
   type          = "EC2_LINUX"
   tags          = var.tags
 }
+
+# EC2 launches spot capacity as this account-wide role; an account that never used spot lacks
+# it and its first spot launch fails. Not tagged with var.tags: it is the account's, shared by
+# every cluster and every other spot user, not this cluster's.
+resource "aws_iam_service_linked_role" "spot" {
+  count = var.create_spot_service_linked_role ? 1 : 0
+
+  aws_service_name = "spot.amazonaws.com"
+}

@@ -66,6 +66,12 @@ variable "interruption_queue_name" {
   default     = ""
 }
 
+variable "create_spot_service_linked_role" {
+  description = "Create the account's EC2 Spot service-linked role (AWSServiceRoleForEC2Spot, spot.amazonaws.com), without which an account's first spot launch fails. Default false: the role is one per account, and creating it where it already exists (any earlier spot use, or another cluster's module with this input true) fails with InvalidInput \"Service role name AWSServiceRoleForEC2Spot has been taken in this account\", i.e. it already exists. Instead of this input you may run `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com` once per account."
+  type        = bool
+  default     = false
+}
+
 variable "discovery_subnet_ids" {
   description = "Subnets Tailor's pools may launch into: each gets the tag <discovery_tag_key>=<cluster_name>."
   type        = list(string)
