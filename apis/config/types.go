@@ -50,12 +50,22 @@ type TailorArgs struct {
 	// puts them in one zone unless the gang's pods' own constraints spread them; AnyZone plans
 	// them as any other pods.
 	GangZonePolicy string
+	// RebalanceRecommendations says what an EC2 rebalance recommendation for a spot node does:
+	// Advisory (an event and a metric, nothing else) or Replace (the node is renewed, within its
+	// pool's disruption budgets and never evicting do-not-disrupt pods, as a drifted node is).
+	RebalanceRecommendations string
 }
 
 // Gang zone policies (TailorArgs.GangZonePolicy).
 const (
 	GangSameZone = "SameZone"
 	GangAnyZone  = "AnyZone"
+)
+
+// What rebalance recommendations do (TailorArgs.RebalanceRecommendations).
+const (
+	RebalanceAdvisory = "Advisory"
+	RebalanceReplace  = "Replace"
 )
 
 // Pool is one kind of capacity: where it may run, what it may be, and how its nodes look.

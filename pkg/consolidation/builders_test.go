@@ -114,6 +114,16 @@ func (w *world) pod(name, node, cpu string, opts ...podOpt) *corev1.Pod {
 	return p
 }
 
+// annotatedPod puts an annotation on the pod.
+func annotatedPod(key, value string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[key] = value
+	}
+}
+
 // ownedBy makes kind the pod's controller; "" leaves it bare.
 func ownedBy(kind string) podOpt {
 	return func(p *corev1.Pod) {

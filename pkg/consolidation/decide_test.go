@@ -86,5 +86,11 @@ func TestDecideOrder(t *testing.T) {
 					[]*corev1.Pod{w.pod("p1", "a", "1", ownedBy("")), w.pod("p2", "b", "1", ownedBy("")), w.pod("p3", "c", "1", ownedBy(""))}
 			},
 			kept: []string{"a: has no controller", "c: has no controller", "d: node is annotated"}},
+		{name: "a rebalance recommendation never evicts a do-not-disrupt pod", budget: 5,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return []*ownedNode{w.node("a", "m6g.xlarge", rebalanceRecommended), w.node("b", "m6g.xlarge", rebalanceRecommended, annotated(v1alpha1.AnnotationDoNotDisrupt, "true"))},
+					[]*corev1.Pod{w.pod("p1", "a", "1", annotatedPod(v1alpha1.AnnotationDoNotDisrupt, "true"))}
+			},
+			kept: []string{"a: pod ns/p1 is annotated tailor.dev/do-not-disrupt", "b: node is annotated"}},
 	}, w.decide)
 }

@@ -28,7 +28,6 @@ const methodInterruption = "interruption"
 // Interruption kinds, the values of v1alpha1.AnnotationInterrupted.
 const (
 	InterruptionSpot      = "spot-interruption"
-	InterruptionRebalance = "rebalance-recommendation"
 	InterruptionScheduled = "scheduled-change"
 	// InterruptionStoppedPrefix + the instance state (stopping, stopped, shutting-down,
 	// terminated) marks an instance that is already going.
@@ -115,6 +114,62 @@ func (c *Controller) Interrupt(ctx context.Context, claimName, kind string, firs
 	c.Recorder.Eventf(n, nil, corev1.EventTypeWarning, "Interrupted", "Interrupt", "EC2 is taking this node's instance away (%s): Tailor replaces and drains it", kind)
 	c.Prompt()
 	return true, nil
+}
+
+// RecommendRebalance tells the claim's node that EC2 recommends rebalancing its spot instance
+// (elevated risk of interruption: the recommendation comes early, in bursts, often for instances
+// never interrupted). With replace false, an event on the node is all. With replace true, first
+// is called, the node is marked (AnnotationRebalanceRecommended) and the loop renews it as a
+// drifted node: within its pool's budgets, never while the cluster scales up, never evicting a
+// do-not-disrupt pod. It says whether anything new happened: false for a node not registered yet
+// (nothing runs there to move), a node EC2 is already taking away, or one already marked.
+func (c *Controller) RecommendRebalance(ctx context.Context, claimName string, replace bool, first func()) (bool, error) {
+	cl, err := c.Claims.Fetch(ctx, claimName)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if cl.Status.Phase != v1alpha1.ClaimRegistered || cl.Status.NodeName == "" || cl.DeletionTimestamp != nil {
+		return false, nil
+	}
+	cur, err := c.Client.CoreV1().Nodes().Get(ctx, cl.Status.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if interruption(cur) != "" || rebalanceRecommendedAt(cur) != "" {
+		return false, nil
+	}
+	if !replace {
+		c.Recorder.Eventf(cur, nil, corev1.EventTypeNormal, "RebalanceRecommended", "Advise",
+			"EC2 recommends rebalancing this spot instance (elevated risk of interruption); it keeps running (rebalanceRecommendations: Advisory)")
+		return true, nil
+	}
+	first()
+	n, err := c.updateNode(ctx, cur.Name, func(n *corev1.Node) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[v1alpha1.AnnotationRebalanceRecommended] = c.now().UTC().Format(time.RFC3339)
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	klog.FromContext(ctx).Info("Rebalance recommended; the node will be renewed", "claim", cl.Name, "node", n.Name, "instance", cl.Status.InstanceID)
+	c.Recorder.Eventf(n, nil, corev1.EventTypeNormal, "RebalanceRecommended", "Renew",
+		"EC2 recommends rebalancing this spot instance (elevated risk of interruption): Tailor renews it within pool %s's disruption budgets (rebalanceRecommendations: Replace)", cl.Spec.Pool)
+	c.Prompt()
+	return true, nil
+}
+
+// rebalanceRecommendedAt is when EC2 recommended rebalancing the node's instance, with
+// rebalanceRecommendations: Replace ("" if it did not).
+func rebalanceRecommendedAt(n *corev1.Node) string {
+	return n.Annotations[v1alpha1.AnnotationRebalanceRecommended]
 }
 
 // interruptedDecision is the decision of an interrupted node: every pod but those that stay

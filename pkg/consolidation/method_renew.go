@@ -2,8 +2,9 @@ package consolidation
 
 import "fmt"
 
-// renewMethod replaces drifted nodes (their pool's launch settings changed since they launched)
-// and expired ones (older than the pool's expireAfter), every one the budgets allow, whatever it
+// renewMethod replaces drifted nodes (their pool's launch settings changed since they launched),
+// expired ones (older than the pool's expireAfter) and those whose spot instance EC2 recommends
+// rebalancing (with rebalanceRecommendations: Replace), every one the budgets allow, whatever it
 // costs. Drift and expiry are one method, not two: they share the budget in the snapshot's
 // order, so which of them a tight budget lets go does not depend on which kind it is. A node
 // both drifted and expired is drift. Replacements come first when the pods need new capacity;
@@ -20,8 +21,11 @@ func (renewMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 	var kept []skipped
 	for _, c := range cs {
 		d := decision{node: c.ownedNode, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", c.pool.Disruption.ExpireAfter.Duration), evict: c.evict}
-		if launchDrifted(c.ownedNode) {
+		switch {
+		case launchDrifted(c.ownedNode):
 			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's launch settings changed since it launched", c.pool.Name)
+		case rebalanceRecommendedAt(c.node) != "":
+			d.method, d.why = methodRebalance, "EC2 recommends rebalancing its spot instance"
 		}
 		// Asked before planning: the planner's question is the costly part.
 		if !p.allows(c.pool.Name) {

@@ -5,7 +5,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
+
+// rebalanceRecommended: EC2 recommended rebalancing the node's spot instance, with
+// rebalanceRecommendations: Replace.
+var rebalanceRecommended = annotated(v1alpha1.AnnotationRebalanceRecommended, "2026-05-01T12:00:00Z")
 
 func TestRenewMethod(t *testing.T) {
 	w := newWorld(t)
@@ -30,6 +36,12 @@ func TestRenewMethod(t *testing.T) {
 				return nodes(w.node("a", "m6g.xlarge", drifted), w.node("b", "m6g.xlarge", drifted)), pods(w.pod("p1", "a", "1"), w.pod("p2", "b", "1"))
 			},
 			want: "drift a (1 pods, 0 new); drift b (1 pods, 1 new)"},
+		{name: "a rebalance recommendation with Replace renews within the budget", budget: 1,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", rebalanceRecommended), w.node("b", "m6g.xlarge", rebalanceRecommended), w.node("c", "m6g.xlarge", busy)),
+					pods(w.pod("p", "a", "1"))
+			},
+			want: "rebalance a (1 pods, 0 new)", kept: []string{"b: EC2 recommends rebalancing its spot instance, but pool general's disruption budget is used up"}},
 		{name: "young nodes of the same settings stay", pool: expiring, budget: 5,
 			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
 				return nodes(w.node("a", "m6g.xlarge", createdAgo(29*time.Minute))), pods(w.pod("p", "a", "1"))

@@ -18,10 +18,12 @@ import (
 const (
 	methodExpired = "expired"
 	methodDrift   = "drift"
-	methodEmpty   = "empty"
-	methodDelete  = "delete"
-	methodMerge   = "merge"
-	methodReplace = "replace"
+	// methodRebalance renews a node whose spot instance EC2 recommends rebalancing.
+	methodRebalance = "rebalance"
+	methodEmpty     = "empty"
+	methodDelete    = "delete"
+	methodMerge     = "merge"
+	methodReplace   = "replace"
 )
 
 type method interface {
@@ -110,8 +112,11 @@ func expired(s *snapshot, o *ownedNode) bool {
 	return after > 0 && s.now.Sub(o.node.CreationTimestamp.Time) >= after
 }
 
-// due says whether the node is drifted or expired: it is renewed, whatever else holds for it.
-func due(s *snapshot, o *ownedNode) bool { return launchDrifted(o) || expired(s, o) }
+// due says whether the node is drifted, expired, or its spot instance one EC2 recommends
+// rebalancing: it is renewed, whatever else holds for it.
+func due(s *snapshot, o *ownedNode) bool {
+	return launchDrifted(o) || expired(s, o) || rebalanceRecommendedAt(o.node) != ""
+}
 
 // underutilized says whether the node is one the delete, merge and replace methods look at: idle
 // since a pod last came or went and since the last scale-up, with pods to move, in a pool

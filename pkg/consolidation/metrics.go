@@ -9,7 +9,7 @@ import (
 
 var (
 	decisions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "decisions_total",
-		Help: "Nodes chosen for disruption, by method (empty, delete, merge, replace, drift, expired).", StabilityLevel: metrics.ALPHA}, []string{"method"})
+		Help: "Nodes chosen for disruption, by method (empty, delete, merge, replace, drift, expired, rebalance, interruption).", StabilityLevel: metrics.ALPHA}, []string{"method"})
 	evictions = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "evictions_total",
 		Help: "Eviction requests, by result (evicted, refused by a PodDisruptionBudget, failed otherwise).", StabilityLevel: metrics.ALPHA}, []string{"result"})
 	removed = metrics.NewCounterVec(&metrics.CounterOpts{Namespace: "tailor", Subsystem: "consolidation", Name: "nodes_removed_total",

@@ -3,11 +3,15 @@
 // warnings, rebalance recommendations, instance state changes and AWS Health scheduled changes
 // on an SQS queue, and the elected leader long-polls it.
 //
-// For a warning (interruption, rebalance, scheduled change) about an instance Tailor launched,
-// the spot offering it ran on is left out of plans for a while, and the node is handed to the
+// For a warning (spot interruption, scheduled change) about an instance Tailor launched, the spot
+// offering it ran on is left out of plans for a while, and the node is handed to the
 // consolidation loop, which launches replacement capacity for its pods first, then taints and
 // drains it through the Eviction API (PodDisruptionBudgets respected) and terminates it. For an
-// instance already stopping or terminating, its node and claim go at once. Every message is
+// instance already stopping or terminating, its node and claim go at once. A rebalance
+// recommendation is advice, not a warning (it comes early, in bursts, often for instances never
+// interrupted): by default an event on the node is all, as Karpenter does; with
+// rebalanceRecommendations: Replace the offering is left out and the node renewed like a drifted
+// one, within its pool's budgets. Every message is
 // deleted once handled; one that is malformed, of another kind, of another region or about an
 // instance Tailor does not own is logged and deleted, never acted on. A message whose handling
 // failed (the API server did not answer) stays on the queue and comes back after the queue's
@@ -44,6 +48,10 @@ type Disrupter interface {
 	// Interrupt hands the claim's node over, calling first before anything new happens; it
 	// says whether anything did.
 	Interrupt(ctx context.Context, claim, kind string, first func()) (bool, error)
+	// RecommendRebalance tells the claim's node EC2 recommends rebalancing it: an event, or
+	// with replace a renewal within the pool's budgets, calling first before anything new
+	// happens; it says whether anything did.
+	RecommendRebalance(ctx context.Context, claim string, replace bool, first func()) (bool, error)
 }
 
 // Offerings leaves offerings out of plans (pkg/offerings' Cache implements it).
@@ -66,6 +74,9 @@ type Controller struct {
 	Offerings Offerings
 	// Region is the cluster's: an event of another region is not about its instances.
 	Region string
+	// RebalanceReplace renews the nodes EC2 recommends rebalancing; false, an event is all
+	// (TailorArgs.RebalanceRecommendations).
+	RebalanceReplace bool
 	// ReceiveBackoff is the wait after a failed receive; default 10s.
 	ReceiveBackoff time.Duration
 	// Clock times that wait; default the real one.
@@ -158,8 +169,6 @@ func (c *Controller) act(ctx context.Context, ev Event, id string) error {
 	switch ev.Kind {
 	case SpotInterruption:
 		kind = consolidation.InterruptionSpot
-	case RebalanceRecommendation:
-		kind = consolidation.InterruptionRebalance
 	case ScheduledChange:
 		kind = consolidation.InterruptionScheduled
 	case StateChange:
@@ -178,16 +187,16 @@ func (c *Controller) act(ctx context.Context, ev Event, id string) error {
 		return nil
 	}
 	logger = logger.WithValues("claim", cl.Name, "node", cl.Status.NodeName)
+	ctx = klog.NewContext(ctx, logger)
 	first := func() {
 		// EC2 is reclaiming this spot capacity: replacements, and launches for a while, go
 		// elsewhere. (A stopping instance says nothing about its offering.)
-		if kind == consolidation.InterruptionSpot || kind == consolidation.InterruptionRebalance || kind == consolidation.InterruptionScheduled {
-			if ct := capacityType(cl); ct == cloud.Spot && cl.Status.InstanceType != "" && cl.Status.Zone != "" {
-				c.Offerings.MarkUnavailable(cl.Status.InstanceType, cl.Status.Zone, ct, offeringCode(ev.Kind))
-				actions.WithLabelValues(actionUnavailable).Inc()
-				logger.Info("Spot offering marked unavailable", "instanceType", cl.Status.InstanceType, "zone", cl.Status.Zone)
-			}
+		if ev.Kind != StateChange {
+			c.markSpotOffering(ctx, cl, ev.Kind)
 		}
+	}
+	if ev.Kind == RebalanceRecommendation {
+		return c.recommendRebalance(ctx, cl, first)
 	}
 	acted, err := c.Disrupter.Interrupt(ctx, cl.Name, kind, first)
 	switch {
@@ -204,6 +213,35 @@ func (c *Controller) act(ctx context.Context, ev Event, id string) error {
 		logger.Info("Replacing and draining an interrupted node")
 	}
 	return nil
+}
+
+// recommendRebalance passes a rebalance recommendation on: advisory unless RebalanceReplace.
+func (c *Controller) recommendRebalance(ctx context.Context, cl *v1alpha1.Claim, first func()) error {
+	logger := klog.FromContext(ctx)
+	acted, err := c.Disrupter.RecommendRebalance(ctx, cl.Name, c.RebalanceReplace, first)
+	switch {
+	case err != nil:
+		return err
+	case !acted:
+		actions.WithLabelValues(actionDuplicate).Inc()
+		logger.V(2).Info("Rebalance recommendation needs nothing new (node not registered, already going or marked)")
+	case c.RebalanceReplace:
+		actions.WithLabelValues(actionRenew).Inc()
+		logger.Info("Rebalance recommended; renewing the node within its pool's budgets")
+	default:
+		actions.WithLabelValues(actionAdvise).Inc()
+		logger.Info("Rebalance recommended; the node keeps running (advisory)")
+	}
+	return nil
+}
+
+// markSpotOffering leaves the claim's spot offering out of plans for a while.
+func (c *Controller) markSpotOffering(ctx context.Context, cl *v1alpha1.Claim, k Kind) {
+	if ct := capacityType(cl); ct == cloud.Spot && cl.Status.InstanceType != "" && cl.Status.Zone != "" {
+		c.Offerings.MarkUnavailable(cl.Status.InstanceType, cl.Status.Zone, ct, offeringCode(k))
+		actions.WithLabelValues(actionUnavailable).Inc()
+		klog.FromContext(ctx).Info("Spot offering marked unavailable", "instanceType", cl.Status.InstanceType, "zone", cl.Status.Zone)
+	}
 }
 
 func (c *Controller) delete(ctx context.Context, m sqs.Message) {

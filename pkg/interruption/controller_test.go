@@ -75,6 +75,23 @@ func (d *fakeDisrupter) Interrupt(_ context.Context, claim, kind string, first f
 	return true, nil
 }
 
+func (d *fakeDisrupter) RecommendRebalance(_ context.Context, claim string, replace bool, first func()) (bool, error) {
+	mode := "advise"
+	if replace {
+		mode = "replace"
+	}
+	d.calls = append(d.calls, claim+"/rebalance-"+mode)
+	if d.err != nil {
+		return false, d.err
+	}
+	if _, ok := d.marked[claim]; ok || !replace {
+		return !ok, nil
+	}
+	first()
+	d.marked[claim] = "rebalance"
+	return true, nil
+}
+
 type fakeOfferings struct{ marked []string }
 
 func (o *fakeOfferings) MarkUnavailable(it, zone string, ct cloud.CapacityType, code string) {
@@ -97,6 +114,7 @@ func TestHandle(t *testing.T) {
 		name        string
 		bodies      []string
 		disruptErr  error
+		replace     bool // rebalanceRecommendations: Replace
 		wantCalls   []string
 		wantMarked  []string
 		wantDeleted int
@@ -105,10 +123,12 @@ func TestHandle(t *testing.T) {
 			wantCalls: []string{"spot-1/spot-interruption"}, wantMarked: []string{"m5.large/us-east-1a/spot/SpotInterruption"}, wantDeleted: 1},
 		{name: "a second copy does nothing new", bodies: []string{spotBody, spotBody},
 			wantCalls: []string{"spot-1/spot-interruption", "spot-1/spot-interruption"}, wantMarked: []string{"m5.large/us-east-1a/spot/SpotInterruption"}, wantDeleted: 2},
-		{name: "rebalance", bodies: []string{rebalanceBody},
-			wantCalls: []string{"spot-1/rebalance-recommendation"}, wantMarked: []string{"m5.large/us-east-1a/spot/RebalanceRecommendation"}, wantDeleted: 1},
-		{name: "warning after warning: nothing new", bodies: []string{spotBody, rebalanceBody},
-			wantCalls: []string{"spot-1/spot-interruption", "spot-1/rebalance-recommendation"}, wantMarked: []string{"m5.large/us-east-1a/spot/SpotInterruption"}, wantDeleted: 2},
+		{name: "rebalance is advice: no offering marked", bodies: []string{rebalanceBody},
+			wantCalls: []string{"spot-1/rebalance-advise"}, wantDeleted: 1},
+		{name: "rebalance renews when asked", bodies: []string{rebalanceBody}, replace: true,
+			wantCalls: []string{"spot-1/rebalance-replace"}, wantMarked: []string{"m5.large/us-east-1a/spot/RebalanceRecommendation"}, wantDeleted: 1},
+		{name: "warning after warning: nothing new", bodies: []string{spotBody, rebalanceBody}, replace: true,
+			wantCalls: []string{"spot-1/spot-interruption", "spot-1/rebalance-replace"}, wantMarked: []string{"m5.large/us-east-1a/spot/SpotInterruption"}, wantDeleted: 2},
 		{name: "stopping: removed, no offering marked", bodies: []string{stateBody},
 			wantCalls: []string{"spot-1/instance-stopping"}, wantDeleted: 1},
 		{name: "running: nothing", bodies: []string{strings.Replace(stateBody, `"stopping"`, `"running"`, 1)}, wantDeleted: 1},
@@ -127,7 +147,7 @@ func TestHandle(t *testing.T) {
 			q := &fakeQueue{}
 			d := &fakeDisrupter{marked: map[string]string{}, err: tc.disruptErr}
 			o := &fakeOfferings{}
-			c := &Controller{Queue: q, Disrupter: d, Offerings: o, Region: "us-east-1", Claims: fakeClaims{
+			c := &Controller{Queue: q, Disrupter: d, Offerings: o, Region: "us-east-1", RebalanceReplace: tc.replace, Claims: fakeClaims{
 				"i-0123456789abcdef0": claim("spot-1", "i-0123456789abcdef0", "spot"),
 				"i-0bbbbbbbbbbbbbbb0": claim("od-1", "i-0bbbbbbbbbbbbbbb0", "on-demand"),
 			}}

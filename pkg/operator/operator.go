@@ -195,7 +195,8 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		Gangs: podGroups != nil,
 	}
 	if queue != nil {
-		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region}
+		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region,
+			RebalanceReplace: args.RebalanceRecommendations == config.RebalanceReplace}
 	}
 	if err := o.followClaims(reservations); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -291,4 +292,45 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// A rebalance recommendation is advice: by default the spot node gets an event and keeps running
+// with its pods: no taint, no drain, no replacement launched, nothing terminated. (Replace, the
+// opt-in renewal within budgets, is the renew method's: pkg/consolidation's tests.)
+func TestRebalanceRecommendationIsAdvice(t *testing.T) {
+	interrupting(t)
+	ns := newNamespace(t)
+	createDeployment(t, ns, "batch", 1, podSpec("500m", "512Mi", withToleration("tailor.dev/spot", "true")))
+	node, claim := spotNodeOf(t, ns, 1)
+	pod := waitRunning(t, ns, 1)[0]
+	fleets := world.Sim.Calls("CreateFleet")
+	if _, err := world.Sim.SendEvent(interruptionQueue, ec2sim.Event{Kind: ec2sim.RebalanceRecommendation, InstanceID: claim.Status.InstanceID}); err != nil {
+		t.Fatal(err)
+	}
+	msg := waitEventOn(t, metav1.NamespaceDefault, "involvedObject.name="+node.Name, "RebalanceRecommended")
+	if !strings.Contains(msg, "Advisory") {
+		t.Errorf("event %q, want it to say the recommendation is advisory", msg)
+	}
+	time.Sleep(10 * time.Second) // two consolidation intervals of the test's profile and more
+	cur := getNode(t, node.Name)
+	for _, taint := range cur.Spec.Taints {
+		if taint.Key == v1alpha1.TaintDisrupting {
+			t.Errorf("node tainted %v after an advisory rebalance recommendation", taint)
+		}
+	}
+	if a := cur.Annotations; a[v1alpha1.AnnotationInterrupted] != "" || a[v1alpha1.AnnotationRebalanceRecommended] != "" {
+		t.Errorf("node annotated %v after an advisory rebalance recommendation", a)
+	}
+	if got := waitRunning(t, ns, 1)[0]; got.UID != pod.UID {
+		t.Errorf("pod %s replaced by %s after an advisory rebalance recommendation", pod.Name, got.Name)
+	}
+	if got := world.Sim.Calls("CreateFleet") - fleets; got != 0 {
+		t.Errorf("%d CreateFleet calls after an advisory rebalance recommendation, want none", got)
+	}
+	if n := countEvents(t, pod.Name, "Evicted"); n != 0 {
+		t.Errorf("pod evicted %d times after an advisory rebalance recommendation", n)
+	}
+	if _, terminated := world.Sim.TerminatedAt(claim.Status.InstanceID); terminated {
+		t.Error("instance terminated after an advisory rebalance recommendation")
+	}
 }

@@ -18,6 +18,7 @@ const (
 	DefaultConsolidationInterval                = 15 * time.Second
 	DefaultConsolidationMinSavingsPercent int32 = 10
 	DefaultGangZonePolicy                       = "SameZone"
+	DefaultRebalanceRecommendations             = "Advisory"
 	DefaultConsolidationPolicy                  = "WhenEmptyOrUnderutilized"
 	DefaultConsolidateAfter                     = 30 * time.Second
 	DefaultBudgetNodes                          = "10%"
@@ -48,6 +49,9 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 	}
 	if obj.GangZonePolicy == nil {
 		obj.GangZonePolicy = ptr.To(DefaultGangZonePolicy)
+	}
+	if obj.RebalanceRecommendations == nil {
+		obj.RebalanceRecommendations = ptr.To(DefaultRebalanceRecommendations)
 	}
 	for i := range obj.Pools {
 		p := &obj.Pools[i]

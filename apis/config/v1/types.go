@@ -52,6 +52,13 @@ type TailorArgs struct {
 	// them in one zone, so its members talk without crossing zones, unless the pods' own
 	// constraints spread them; AnyZone plans them as any other pods. Defaults to SameZone.
 	GangZonePolicy *string `json:"gangZonePolicy,omitempty"`
+	// RebalanceRecommendations says what an EC2 rebalance recommendation (a spot instance at
+	// elevated risk of interruption; they come early, in bursts, often for instances never
+	// interrupted) does to the node: Advisory, the default, emits a RebalanceRecommended event on
+	// the node and counts it, nothing else; Replace renews the node as if it had drifted: within
+	// its pool's disruption budgets, never while the cluster scales up, never evicting
+	// do-not-disrupt pods, replacements first. Needs interruptionQueue.
+	RebalanceRecommendations *string `json:"rebalanceRecommendations,omitempty"`
 }
 
 // Pool is one kind of capacity.

@@ -285,6 +285,9 @@ func autoConvert_v1_TailorArgs_To_config_TailorArgs(in *TailorArgs, out *config.
 	if err := metav1.Convert_Pointer_string_To_string(&in.GangZonePolicy, &out.GangZonePolicy, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.RebalanceRecommendations, &out.RebalanceRecommendations, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -331,6 +334,9 @@ func autoConvert_config_TailorArgs_To_v1_TailorArgs(in *config.TailorArgs, out *
 	}
 	out.InterruptionQueue = in.InterruptionQueue
 	if err := metav1.Convert_string_To_Pointer_string(&in.GangZonePolicy, &out.GangZonePolicy, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.RebalanceRecommendations, &out.RebalanceRecommendations, s); err != nil {
 		return err
 	}
 	return nil

@@ -213,6 +213,11 @@ func (in *TailorArgs) DeepCopyInto(out *TailorArgs) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.RebalanceRecommendations != nil {
+		in, out := &in.RebalanceRecommendations, &out.RebalanceRecommendations
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

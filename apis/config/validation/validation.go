@@ -93,6 +93,9 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	if p := args.GangZonePolicy; p != config.GangSameZone && p != config.GangAnyZone {
 		errs = append(errs, field.NotSupported(path.Child("gangZonePolicy"), p, []string{config.GangSameZone, config.GangAnyZone}))
 	}
+	if r := args.RebalanceRecommendations; r != config.RebalanceAdvisory && r != config.RebalanceReplace {
+		errs = append(errs, field.NotSupported(path.Child("rebalanceRecommendations"), r, []string{config.RebalanceAdvisory, config.RebalanceReplace}))
+	}
 	if q := args.InterruptionQueue; q != "" {
 		if err := ValidateQueue(q); err != "" {
 			errs = append(errs, field.Invalid(path.Child("interruptionQueue"), q, err))

@@ -28,8 +28,9 @@ func validArgs() *config.TailorArgs {
 		BatchIdleDuration: metav1.Duration{Duration: 100 * time.Millisecond}, BatchMaxDuration: metav1.Duration{Duration: time.Second},
 		RegistrationTimeout:   metav1.Duration{Duration: 15 * time.Minute},
 		ConsolidationInterval: metav1.Duration{Duration: 15 * time.Second}, ConsolidationMinSavingsPercent: 10, GangZonePolicy: config.GangSameZone,
+		RebalanceRecommendations: config.RebalanceAdvisory,
 		Pools: []config.Pool{{
-			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023",
+			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023", InstanceProfile: "prod-node",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
 			Requirements: []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
 			Taints:       []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
@@ -63,6 +64,8 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "bad security group id", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].SecurityGroupSelector = config.Selector{IDs: []string{"subnet-1"}}
 		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
+		{name: "rebalance replaces", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = config.RebalanceReplace }},
+		{name: "bad rebalance setting", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = "Drain" }, want: []string{`args.rebalanceRecommendations: Unsupported value: "Drain"`}},
 		{name: "bottlerocket alias", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "bottlerocket" }},
 		{name: "cluster bootstrap overrides", mutate: func(a *config.TailorArgs) {
 			a.ClusterEndpoint, a.ClusterCABundle, a.ServiceCIDR, a.IPFamily = "https://ABC.gr7.us-east-1.eks.amazonaws.com", testCABundle(t), "10.100.0.0/16", "ipv4"

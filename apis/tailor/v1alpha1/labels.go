@@ -53,8 +53,7 @@ const (
 	FinalizerTermination = Group + "/termination"
 
 	// AnnotationInterrupted on a node says EC2 is taking its instance away, and why (a spot
-	// interruption warning, a rebalance recommendation, a scheduled change, or the instance
-	// stopping or terminating); AnnotationInterruptedAt says since when (RFC 3339). Consolidation
+	// interruption warning, a scheduled change, or the instance stopping or terminating); AnnotationInterruptedAt says since when (RFC 3339). Consolidation
 	// then replaces and drains the node (or, for an instance already stopping, removes it at
 	// once); the annotations are that work's whole state, so a restarted leader carries on.
 	AnnotationInterrupted   = Group + "/interrupted"
@@ -62,6 +61,10 @@ const (
 	// InterruptedInstanceGoing prefixes the AnnotationInterrupted value of an instance already
 	// going, followed by its state (stopping, stopped, shutting-down, terminated).
 	InterruptedInstanceGoing = "instance-"
+	// AnnotationRebalanceRecommended on a node says since when (RFC 3339) EC2 has recommended
+	// rebalancing its spot instance, with rebalanceRecommendations: Replace. Consolidation then
+	// renews the node as a drifted one: within budgets, never evicting do-not-disrupt pods.
+	AnnotationRebalanceRecommended = Group + "/rebalance-recommended-at"
 
 	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
 	// whose pool has another fingerprint now has drifted and is replaced.
