@@ -18,7 +18,20 @@ TERRAFORM ?= terraform
 CHART     := manifests/charts/tailor
 # The PodGroup CRD of the scheduler-plugins module go.mod pins, which Coscheduling reads.
 PODGROUP_CRD := config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
-IMAGE     ?= tailor-scheduler:dev
+# The image (make image): IMAGE_REPO:VERSION, VERSION being what git describe says of the tree
+# without the tag's v (the git tag v0.1.0 builds 0.1.0, the chart's appVersion), a commit after it
+# 0.1.0-3-gabc1234, uncommitted changes -dirty: the chart pulls a -dirty tag Always, as it may be
+# pushed again with other contents.
+VERSION   ?= $(or $(patsubst v%,%,$(shell git describe --tags --always --dirty 2>/dev/null)),dev)
+IMAGE_REPO ?= tailor-scheduler
+IMAGE     ?= $(IMAGE_REPO):$(VERSION)
+# Both architectures EKS nodes run on: an image built on an Apple-silicon Mac alone fails on x86
+# nodes. The Go compiler cross-compiles, so no emulation is needed.
+PLATFORMS ?= linux/amd64,linux/arm64
+# IMAGE_PUSH=1 pushes the image to IMAGE's registry. Otherwise it is loaded into the local Docker,
+# which holds an image of several platforms only with the containerd image store (Docker Desktop's
+# default); PLATFORMS=linux/amd64 loads one platform into any Docker.
+IMAGE_PUSH ?=
 CODEGEN_VERSION := v0.34.5
 RUN_ARGS  ?=
 TEST_TIMEOUT ?= 25m
@@ -58,9 +71,10 @@ manifests: $(HELM)
 	$(HELM) template tailor $(CHART) --namespace kube-system -f manifests/deploy/values.yaml > manifests/deploy/tailor.yaml.tmp
 	mv manifests/deploy/tailor.yaml.tmp manifests/deploy/tailor.yaml
 
-## image: the scheduler's container image (needs a Docker daemon)
+## image: the scheduler's image for PLATFORMS, tagged IMAGE; IMAGE_PUSH=1 pushes it (needs Docker with buildx)
 image:
-	docker build -t $(IMAGE) .
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) -t $(IMAGE) \
+	  $(if $(filter 1 true yes,$(IMAGE_PUSH)),--push,--load) .
 
 # Fuzz targets, package:function. `make test` runs each for FUZZ_SMOKE executions (a count, not a
 # duration: see hack/fuzz.sh for why), `make fuzz` for FUZZTIME. The slow ones load the whole
@@ -135,7 +149,7 @@ lint: $(HELM)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(HELM) lint --strict $(CHART) --set settings.clusterName=lint
+	$(HELM) lint --strict $(CHART) --set settings.clusterName=lint --set nodeInstanceProfile=lint
 	$(TERRAFORM) fmt -check -recursive manifests/terraform
 
 ## codegen: regenerate deepcopy, conversion and defaults for apis/, and the Claim's clients in pkg/generated

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
@@ -45,6 +46,9 @@ const (
 	deployValues = "deploy/values.yaml"
 	deployFile   = "deploy/tailor.yaml"
 )
+
+// chartDefaults are the two values the chart has no default for: with them its defaults render.
+var chartDefaults = []string{"--set", "settings.clusterName=x", "--set", "nodeInstanceProfile=tailor-node"}
 
 // helmBinary is ../bin/helm (make tools builds it), or $HELM.
 func helmBinary(t *testing.T) string {
@@ -84,7 +88,7 @@ func TestHelmLint(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"chart defaults", []string{"--set", "settings.clusterName=x"}},
+		{"chart defaults", chartDefaults},
 		{"example values", []string{"-f", deployValues}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,7 +168,7 @@ func TestPodGroupCRDIsTheModules(t *testing.T) {
 }
 
 func TestClusterNameIsRequired(t *testing.T) {
-	_, stderr, err := helm(t, "template", "tailor", chartDir)
+	_, stderr, err := helm(t, "template", "tailor", chartDir, "--set", "nodeInstanceProfile=tailor-node")
 	if err == nil {
 		t.Fatal("the chart rendered without settings.clusterName")
 	}
@@ -198,6 +202,22 @@ func only[T runtime.Object](t *testing.T, objs []runtime.Object) []T {
 	return out
 }
 
+// named is the one object of type T called name.
+func named[T runtime.Object](t *testing.T, objs []runtime.Object, name string) T {
+	t.Helper()
+	var found []T
+	for _, o := range only[T](t, objs) {
+		if m, err := apimeta.Accessor(o); err == nil && m.GetName() == name {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("want one %T named %s, got %d", zero, name, len(found))
+	}
+	return found[0]
+}
+
 func one[T runtime.Object](t *testing.T, objs []runtime.Object) T {
 	t.Helper()
 	all := only[T](t, objs)
@@ -222,7 +242,7 @@ func TestDeployDocuments(t *testing.T) {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
 	// Helm's install order: what the Deployment needs exists before it.
-	if want := []string{"PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
+	if want := []string{"PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
 		"ClusterRoleBinding", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"}; !slices.Equal(kinds, want) {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}
@@ -232,7 +252,7 @@ func TestDeployDocuments(t *testing.T) {
 // The chart in another namespace: leases, bindings and the config follow it; the authentication
 // reader binding stays in kube-system.
 func TestReleaseNamespace(t *testing.T) {
-	docs, err := splitDocuments(render(t, "tailor", "--set", "settings.clusterName=x"))
+	docs, err := splitDocuments(render(t, "tailor", chartDefaults...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +319,7 @@ func checkRelease(t *testing.T, objs []runtime.Object, ns string) {
 			t.Errorf("subject %+v, want the service account %s/%s", s, ns, sa.Name)
 		}
 	}
-	cr := one[*rbacv1.ClusterRole](t, objs)
+	cr := named[*rbacv1.ClusterRole](t, objs, "tailor")
 	role := one[*rbacv1.Role](t, objs)
 	for _, want := range []string{"ClusterRole/system:kube-scheduler", "ClusterRole/system:volume-scheduler", "ClusterRole/" + cr.Name,
 		"kube-system:Role/extension-apiserver-authentication-reader", ns + ":Role/" + role.Name} {
@@ -332,6 +352,13 @@ func checkRelease(t *testing.T, objs []runtime.Object, ns string) {
 		if allows(cr.Rules, notWanted.group, notWanted.resource, notWanted.verb) {
 			t.Errorf("ClusterRole %s allows %s on %s.%s", cr.Name, notWanted.verb, notWanted.resource, notWanted.group)
 		}
+	}
+
+	// The scrapers' role: get /metrics, nothing else, bound to nobody unless metrics.readers says.
+	if reader := named[*rbacv1.ClusterRole](t, objs, "tailor-metrics-reader"); len(reader.Rules) != 1 ||
+		!slices.Equal(reader.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(reader.Rules[0].Verbs, []string{"get"}) ||
+		len(reader.Rules[0].Resources) > 0 {
+		t.Errorf("ClusterRole tailor-metrics-reader rules %+v, want get on /metrics only", reader.Rules)
 	}
 
 	// Leases: create anywhere in the namespace, the rest only on the two leases.
@@ -490,7 +517,10 @@ func load(t *testing.T, cfg []byte) *config.TailorArgs {
 }
 
 // Settings the scheduler would refuse are refused by the same loading code: the checks above
-// prove something.
+// prove something. The chart's schema refuses these values before rendering
+// (TestValuesSchemaRefusesBadValues); they are rendered here without it, as by `helm template
+// --skip-schema-validation`, because the scheduler's validation is the authority and must hold
+// on its own.
 func TestSchedulerConfigRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
 		{"settings.ipFamily=ipv5", "ipFamily"},
@@ -502,7 +532,7 @@ func TestSchedulerConfigRefusesBadSettings(t *testing.T) {
 		{"gangScheduling.zonePolicy=Nearby", "gangZonePolicy"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
-			docs, err := splitDocuments(render(t, "kube-system", "-f", deployValues, "--set", tc.set))
+			docs, err := splitDocuments(render(t, "kube-system", "--skip-schema-validation", "-f", deployValues, "--set", tc.set))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -540,7 +570,8 @@ func TestSchedulerConfigLoads(t *testing.T) {
 		name: "example values",
 		args: []string{"-f", deployValues},
 		check: func(t *testing.T, a *config.TailorArgs) {
-			if a.ClusterName != "sandbox" || a.Region != "us-east-1" || a.KubernetesVersion != "1.34" {
+			// No version: the AMIs follow the control plane's.
+			if a.ClusterName != "sandbox" || a.Region != "us-east-1" || a.KubernetesVersion != "" {
 				t.Errorf("cluster %q region %q version %q", a.ClusterName, a.Region, a.KubernetesVersion)
 			}
 			var names []string
@@ -550,16 +581,24 @@ func TestSchedulerConfigLoads(t *testing.T) {
 			if !slices.Equal(names, []string{"general", "spot", "gpu"}) {
 				t.Errorf("pools %v", names)
 			}
+			for _, p := range a.Pools {
+				if p.InstanceProfile != "tailor-node" {
+					t.Errorf("pool %s has instanceProfile %q, want nodeInstanceProfile's tailor-node", p.Name, p.InstanceProfile)
+				}
+			}
 			if a.ClusterEndpoint != "" || a.ClusterCABundle != "" || a.ServiceCIDR != "" || a.IPFamily != "" {
 				t.Errorf("the example sets cluster bootstrap overrides: %+v", a)
 			}
 		},
 	}, {
 		name: "chart defaults",
-		args: []string{"--set", "settings.clusterName=prod"},
+		args: []string{"--set", "settings.clusterName=prod", "--set", "nodeInstanceProfile=prod-node"},
 		check: func(t *testing.T, a *config.TailorArgs) {
 			if a.ClusterName != "prod" || a.Region != "" || len(a.Pools) != 1 || a.InterruptionQueue != "" {
 				t.Errorf("cluster %q region %q pools %d interruption queue %q", a.ClusterName, a.Region, len(a.Pools), a.InterruptionQueue)
+			}
+			if len(a.Pools) > 0 && a.Pools[0].InstanceProfile != "prod-node" {
+				t.Errorf("the default pool's instanceProfile is %q, want nodeInstanceProfile's prod-node", a.Pools[0].InstanceProfile)
 			}
 		},
 	}, {
@@ -571,15 +610,42 @@ func TestSchedulerConfigLoads(t *testing.T) {
 			"--set", "settings.registrationTimeout=20m", "--set", "settings.batch.idleDuration=250ms", "--set", "settings.batch.maxDuration=5s",
 			"--set", "settings.consolidation.interval=1m", "--set", "settings.consolidation.minSavingsPercent=0",
 			"--set", "settings.interruptionQueue=https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod",
-			"--set", "gangScheduling.zonePolicy=AnyZone"},
+			"--set", "settings.rebalanceRecommendations=Replace", "--set", "gangScheduling.zonePolicy=AnyZone"},
 		check: func(t *testing.T, a *config.TailorArgs) {
 			got := []any{a.ClusterName, a.Region, a.KubernetesVersion, a.ClusterEndpoint, a.ClusterCABundle == ca, a.ServiceCIDR, a.IPFamily,
 				a.RegistrationTimeout.Duration, a.BatchIdleDuration.Duration, a.BatchMaxDuration.Duration, a.ConsolidationInterval.Duration,
-				a.ConsolidationMinSavingsPercent, a.InterruptionQueue, a.GangZonePolicy}
+				a.ConsolidationMinSavingsPercent, a.InterruptionQueue, a.RebalanceRecommendations, a.GangZonePolicy}
 			want := []any{"prod_1", "eu-west-1", "1.33", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", true, "fd00:10:96::/112", "ipv6",
-				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0), "https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod", "AnyZone"}
+				20 * time.Minute, 250 * time.Millisecond, 5 * time.Second, time.Minute, int32(0), "https://sqs.eu-west-1.amazonaws.com/123456789012/tailor-prod",
+				"Replace", "AnyZone"}
 			if !slices.Equal(got, want) {
 				t.Errorf("args %v, want %v", got, want)
+			}
+		},
+	}, {
+		name: "a pool's own instance profile",
+		args: []string{"-f", deployValues, "--set", "pools[1].instanceProfile=arn:aws:iam::123456789012:instance-profile/spot/tailor-spot"},
+		check: func(t *testing.T, a *config.TailorArgs) {
+			var got []string
+			for _, p := range a.Pools {
+				got = append(got, p.InstanceProfile)
+			}
+			if want := []string{"tailor-node", "arn:aws:iam::123456789012:instance-profile/spot/tailor-spot", "tailor-node"}; !slices.Equal(got, want) {
+				t.Errorf("instance profiles %v, want %v", got, want)
+			}
+		},
+	}, {
+		// The schema lets every pool field through in its ordinary form.
+		name: "every pool field",
+		args: []string{"--set", "settings.clusterName=prod", "-f", valuesFile(t, everyPoolField)},
+		check: func(t *testing.T, a *config.TailorArgs) {
+			if len(a.Pools) != 1 {
+				t.Fatalf("%d pools, want 1", len(a.Pools))
+			}
+			p := a.Pools[0]
+			if p.Name != "batch-2" || p.Weight != 100 || len(p.Requirements) != 4 || len(p.Disruption.Budgets) != 2 ||
+				p.Limits.Cpu().Value() != 1000 || p.Disruption.ExpireAfter.Duration != 720*time.Hour || p.AMI != "ami-0123456789abcdef0" {
+				t.Errorf("pool %+v", p)
 			}
 		},
 	}, {
@@ -647,5 +713,304 @@ func TestGangSchedulingValues(t *testing.T) {
 			}
 			load(t, cfg)
 		})
+	}
+}
+
+// everyPoolField is a pool that sets every field TailorArgs has, each as a user would write it.
+const everyPoolField = `pools:
+- name: batch-2
+  weight: 100
+  requirements:
+  - {key: tailor.dev/instance-category, operator: In, values: [c, m]}
+  - {key: tailor.dev/instance-generation, operator: Gt, values: ["5"]}
+  - {key: tailor.dev/instance-gpu-count, operator: DoesNotExist}
+  - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-east-1e]}
+  capacityTypes: [spot, on-demand]
+  zones: [us-east-1a, us-east-1b]
+  subnetSelector: {ids: [subnet-0123456789abcdef0]}
+  securityGroupSelector: {tags: {tailor.dev/discovery: prod, team: "*"}}
+  ami: ami-0123456789abcdef0
+  instanceProfile: arn:aws:iam::123456789012:instance-profile/nodes/tailor-node
+  labels: {workload-class: batch, example.com/team: data}
+  taints: [{key: example.com/batch, value: "true", effect: NoSchedule}]
+  startupTaints: [{key: node.cilium.io/agent-not-ready, effect: NoExecute}]
+  limits: {cpu: 1000, memory: 4000Gi}
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 1m30s
+    expireAfter: 720h
+    budgets:
+    - {nodes: "20%"}
+    - {nodes: "0", schedule: "0 9 * * 1-5", duration: 8h}
+`
+
+// valuesFile writes a values file for one test and returns its path.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// values.schema.json refuses a bad value before anything renders, in `helm template` (as in
+// install and upgrade) and `helm lint`, with the value's path in the message. Pools are changed
+// on the example values: a --set of pools[i] without a values file holding pools would replace
+// the chart's whole list.
+func TestValuesSchemaRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		// want are the parts of the message: the path of the bad value and what is wrong.
+		want []string
+	}{
+		{"unknown capacity type", []string{"--set", "pools[0].capacityTypes[0]=reserved"}, []string{"/pools/0/capacityTypes/0", "'on-demand', 'spot'"}},
+		{"weight out of range", []string{"--set", "pools[0].weight=101"}, []string{"/pools/0/weight", "maximum"}},
+		{"no instance profile", []string{"--set", "nodeInstanceProfile="}, []string{"/nodeInstanceProfile", "/pools/0': missing property 'instanceProfile'"}},
+		{"instance profile not a name", []string{"--set", "pools[0].instanceProfile=arn:aws:iam::123456789012:role/tailor-node"}, []string{"/pools/0/instanceProfile"}},
+		{"pool name", []string{"--set", "pools[1].name=Spot_Pool"}, []string{"/pools/1/name"}},
+		{"no pools", []string{"-f", valuesFile(t, "pools: []\n")}, []string{"/pools", "minItems"}},
+		{"unknown pool field", []string{"--set", "pools[0].zone=us-east-1a"}, []string{"/pools/0", "'zone' not allowed"}},
+		{"requirement key", []string{"--set", "pools[0].requirements[0].key=karpenter.k8s.aws/instance-family"}, []string{"/pools/0/requirements/0/key"}},
+		{"requirement operator", []string{"--set", "pools[0].requirements[0].operator=Like"}, []string{"/pools/0/requirements/0/operator"}},
+		{"Gt of a word", []string{"--set", "pools[0].requirements[1].values[0]=four"}, []string{"/pools/0/requirements/1/values/0"}},
+		{"Gt of a number, not a string", []string{"--set", "pools[0].requirements[1].values[0]=4"}, []string{"/pools/0/requirements/1/values/0", "want string"}},
+		{"negative limit", []string{"--set", "pools[0].limits.cpu=-5"}, []string{"/pools/0/limits/cpu"}},
+		{"limit that is no quantity", []string{"--set", "pools[0].limits.memory=lots"}, []string{"/pools/0/limits/memory"}},
+		{"limit of another resource", []string{"--set", "pools[0].limits.nvidia\\.com/gpu=8"}, []string{"/pools/0/limits", "'nvidia.com/gpu' not allowed"}},
+		{"duration without a unit", []string{"--set-string", "pools[0].disruption.consolidateAfter=30"}, []string{"/pools/0/disruption/consolidateAfter"}},
+		{"duration as a number", []string{"--set", "pools[0].disruption.expireAfter=720"}, []string{"/pools/0/disruption/expireAfter", "want string"}},
+		{"consolidation policy", []string{"--set", "pools[0].disruption.consolidationPolicy=Always"}, []string{"/pools/0/disruption/consolidationPolicy"}},
+		{"budget over 100%", []string{"--set", "pools[0].disruption.budgets[0].nodes=200%"}, []string{"/pools/0/disruption/budgets/0/nodes"}},
+		{"budget schedule without a duration", []string{"--set", "pools[0].disruption.budgets[0].nodes=1", "--set", "pools[0].disruption.budgets[0].schedule=@daily"}, []string{"/pools/0/disruption/budgets/0", "'duration' required"}},
+		{"taint effect", []string{"--set", "pools[1].taints[0].effect=NoEvict"}, []string{"/pools/1/taints/0/effect"}},
+		{"ami", []string{"--set", "pools[0].ami=ubuntu"}, []string{"/pools/0/ami"}},
+		{"zone", []string{"--set", "pools[0].zones[0]=us-east-1"}, []string{"/pools/0/zones/0"}},
+		{"subnet id", []string{"--set", "pools[0].subnetSelector.ids[0]=sg-123"}, []string{"/pools/0/subnetSelector/ids/0"}},
+		{"ipFamily", []string{"--set", "settings.ipFamily=ipv5"}, []string{"/settings/ipFamily"}},
+		{"region", []string{"--set", "settings.region=Mars"}, []string{"/settings/region"}},
+		{"Kubernetes version as a number", []string{"-f", valuesFile(t, "settings: {kubernetesVersion: 1.30}\n")}, []string{"/settings/kubernetesVersion", "want string"}},
+		{"batch duration", []string{"--set", "settings.batch.idleDuration=soon"}, []string{"/settings/batch/idleDuration"}},
+		{"savings over 90%", []string{"--set", "settings.consolidation.minSavingsPercent=95"}, []string{"/settings/consolidation/minSavingsPercent"}},
+		{"interruption queue ARN", []string{"--set", "settings.interruptionQueue=arn:aws:sqs:us-east-1:123456789012:q"}, []string{"/settings/interruptionQueue"}},
+		{"gang zone policy", []string{"--set", "gangScheduling.zonePolicy=Nearby"}, []string{"/gangScheduling/zonePolicy"}},
+		{"rebalance setting", []string{"--set", "settings.rebalanceRecommendations=Drain"}, []string{"/settings/rebalanceRecommendations"}},
+		{"pull policy", []string{"--set", "controller.image.pullPolicy=Sometimes"}, []string{"/controller/image/pullPolicy"}},
+		{"digest", []string{"--set", "controller.image.digest=latest"}, []string{"/controller/image/digest"}},
+		{"metrics reader without namespace", []string{"--set", "metrics.readers[0].kind=ServiceAccount", "--set", "metrics.readers[0].name=prometheus"}, []string{"/metrics/readers/0", "'namespace'"}},
+		{"scrape interval", []string{"--set", "serviceMonitor.interval=soon"}, []string{"/serviceMonitor/interval"}},
+		{"misspelt value", []string{"--set", "setting.clusterName=prod"}, []string{"'setting' not allowed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-f", deployValues}, tc.args...)
+			for _, cmd := range [][]string{{"template", "tailor", chartDir}, {"lint", "--strict", chartDir}} {
+				out, stderr, err := helm(t, append(cmd, args...)...)
+				if err == nil {
+					t.Errorf("helm %s accepts %v", cmd[0], tc.args)
+					continue
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(out+stderr, w) {
+						t.Errorf("helm %s refuses %v without naming %q:\n%s%s", cmd[0], tc.args, w, out, stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Without the schema (helm template --skip-schema-validation), the chart still refuses a pool
+// without an instance profile, naming it: a node launched without one never joins.
+func TestInstanceProfileIsRequired(t *testing.T) {
+	_, stderr, err := helm(t, "template", "tailor", chartDir, "--skip-schema-validation", "--set", "settings.clusterName=x")
+	if err == nil {
+		t.Fatal("the chart rendered a pool without an instance profile")
+	}
+	for _, want := range []string{"pools[0].instanceProfile", "nodeInstanceProfile"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the error does not name %s:\n%s", want, stderr)
+		}
+	}
+}
+
+// The schema's lists of names are the scheduler validation's, so it refuses nothing the
+// scheduler takes and lets nothing through that it refuses.
+func TestValuesSchemaMatchesValidation(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs struct {
+			AMIAlias    struct{ Enum []string } `json:"amiAlias"`
+			Requirement struct {
+				Properties struct{ Key struct{ Enum []string } }
+			} `json:"requirement"`
+			Pool struct {
+				Properties struct {
+					Disruption struct {
+						Properties struct{ ConsolidationPolicy struct{ Enum []string } }
+					}
+				}
+			} `json:"pool"`
+		} `json:"definitions"`
+		Properties struct {
+			Settings struct {
+				Properties struct {
+					RebalanceRecommendations struct{ Enum []string }
+				}
+			}
+			GangScheduling struct {
+				Properties struct{ ZonePolicy struct{ Enum []string } }
+			}
+		}
+	}
+	if err := yaml.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	sorted := func(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+	for _, c := range []struct {
+		what         string
+		schema, want []string
+	}{
+		{"requirement keys", schema.Defs.Requirement.Properties.Key.Enum, sets.List(validation.RequirementKeys)},
+		{"AMI aliases", schema.Defs.AMIAlias.Enum, sets.List(validation.AMIAliases)},
+		{"consolidation policies", schema.Defs.Pool.Properties.Disruption.Properties.ConsolidationPolicy.Enum, sorted([]string{config.WhenEmpty, config.WhenEmptyOrUnderutilized})},
+		{"gang zone policies", schema.Properties.GangScheduling.Properties.ZonePolicy.Enum, sorted([]string{"", config.GangSameZone, config.GangAnyZone})},
+		{"rebalance settings", schema.Properties.Settings.Properties.RebalanceRecommendations.Enum, sorted([]string{"", config.RebalanceAdvisory, config.RebalanceReplace})},
+	} {
+		if got := sorted(c.schema); !slices.Equal(got, c.want) {
+			t.Errorf("the schema's %s are %v, the scheduler's %v", c.what, got, c.want)
+		}
+	}
+}
+
+// The chart's default image tag is its version, and the pull policy follows the tag: a tag that
+// names one build for good is pulled once, a tag that moves on every pull.
+func TestImagePullPolicy(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name, image, policy string
+		args                []string
+	}{
+		{"chart version", "tailor-scheduler:0.1.0", "IfNotPresent", nil},
+		{"release tag", "tailor-scheduler:v0.2.0", "IfNotPresent", []string{"--set", "controller.image.tag=v0.2.0"}},
+		{"commit after a release", "tailor-scheduler:0.1.0-3-gabc1234", "IfNotPresent", []string{"--set", "controller.image.tag=0.1.0-3-gabc1234"}},
+		{"uncommitted changes", "tailor-scheduler:0.1.0-3-gabc1234-dirty", "Always", []string{"--set", "controller.image.tag=0.1.0-3-gabc1234-dirty"}},
+		{"dev", "tailor-scheduler:dev", "Always", []string{"--set", "controller.image.tag=dev"}},
+		{"latest", "tailor-scheduler:latest", "Always", []string{"--set", "controller.image.tag=latest"}},
+		{"commit without a release", "tailor-scheduler:abc1234", "Always", []string{"--set", "controller.image.tag=abc1234"}},
+		{"digest", "tailor-scheduler@" + digest, "IfNotPresent", []string{"--set", "controller.image.tag=dev", "--set", "controller.image.digest=" + digest}},
+		{"policy set", "tailor-scheduler:dev", "IfNotPresent", []string{"--set", "controller.image.tag=dev", "--set", "controller.image.pullPolicy=IfNotPresent"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := splitDocuments(render(t, "kube-system", append([]string{"-f", deployValues}, tc.args...)...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := one[*appsv1.Deployment](t, decode(t, docs)).Spec.Template.Spec.Containers[0]
+			if c.Image != tc.image || string(c.ImagePullPolicy) != tc.policy {
+				t.Errorf("image %s pulled %s, want %s pulled %s", c.Image, c.ImagePullPolicy, tc.image, tc.policy)
+			}
+		})
+	}
+}
+
+func TestChartAppVersionIsItsVersion(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct{ Version, AppVersion string }
+	if err := yaml.Unmarshal(raw, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart.Version == "" || chart.AppVersion != chart.Version {
+		t.Errorf("Chart.yaml: version %q, appVersion %q: the default image tag is the chart's version", chart.Version, chart.AppVersion)
+	}
+}
+
+// metrics.readers binds the metrics reader role to the scrapers given, and to nobody else.
+func TestMetricsReaders(t *testing.T) {
+	docs, err := splitDocuments(render(t, "monitoring-test", append(slices.Clone(chartDefaults),
+		"--set", "metrics.readers[0].kind=ServiceAccount", "--set", "metrics.readers[0].name=prometheus-k8s", "--set", "metrics.readers[0].namespace=monitoring",
+		"--set", "metrics.readers[1].kind=Group", "--set", "metrics.readers[1].name=scrapers")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crb := named[*rbacv1.ClusterRoleBinding](t, decode(t, docs), "tailor-metrics-reader")
+	want := []rbacv1.Subject{
+		{Kind: "ServiceAccount", Name: "prometheus-k8s", Namespace: "monitoring"},
+		{Kind: "Group", Name: "scrapers", APIGroup: rbacv1.GroupName},
+	}
+	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tailor-metrics-reader"}) || !slices.Equal(crb.Subjects, want) {
+		t.Errorf("ClusterRoleBinding %+v %+v, want %+v bound to tailor-metrics-reader", crb.RoleRef, crb.Subjects, want)
+	}
+}
+
+// The ServiceMonitor is off by default; on, it scrapes the metrics Service's port over HTTPS
+// with Prometheus's own token.
+func TestServiceMonitor(t *testing.T) {
+	kinds := func(args ...string) (map[string][]map[string]any, []runtime.Object) {
+		docs, err := splitDocuments(render(t, "kube-system", append(slices.Clone(chartDefaults), args...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKind := map[string][]map[string]any{}
+		var typed [][]byte
+		for _, doc := range docs {
+			var obj map[string]any
+			if err := yaml.Unmarshal(doc, &obj); err != nil {
+				t.Fatal(err)
+			}
+			kind, _ := obj["kind"].(string)
+			byKind[kind] = append(byKind[kind], obj)
+			if kind != "ServiceMonitor" {
+				typed = append(typed, doc)
+			}
+		}
+		return byKind, decode(t, typed)
+	}
+	if off, _ := kinds(); len(off["ServiceMonitor"]) != 0 {
+		t.Errorf("a ServiceMonitor by default")
+	}
+	on, objs := kinds("--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.additionalLabels.release=kube-prometheus-stack")
+	if len(on["ServiceMonitor"]) != 1 {
+		t.Fatalf("%d ServiceMonitors, want 1", len(on["ServiceMonitor"]))
+	}
+	raw, err := yaml.Marshal(on["ServiceMonitor"][0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm struct {
+		Metadata struct {
+			Namespace string
+			Labels    map[string]string
+		}
+		Spec struct {
+			NamespaceSelector struct{ MatchNames []string } `json:"namespaceSelector"`
+			Selector          metav1.LabelSelector
+			Endpoints         []struct {
+				Port, Scheme, Path, Interval, BearerTokenFile string
+				TLSConfig                                     struct{ InsecureSkipVerify bool } `json:"tlsConfig"`
+			}
+		}
+	}
+	if err := yaml.Unmarshal(raw, &sm); err != nil {
+		t.Fatal(err)
+	}
+	svc := one[*corev1.Service](t, objs)
+	if sm.Metadata.Namespace != "kube-system" || sm.Metadata.Labels["release"] != "kube-prometheus-stack" ||
+		!slices.Equal(sm.Spec.NamespaceSelector.MatchNames, []string{"kube-system"}) || !selects(t, &sm.Spec.Selector, svc.Labels) {
+		t.Errorf("ServiceMonitor %+v does not select the metrics Service %s/%s (labels %v)", sm, svc.Namespace, svc.Name, svc.Labels)
+	}
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("endpoints %+v, want one", sm.Spec.Endpoints)
+	}
+	e := sm.Spec.Endpoints[0]
+	if e.Port != svc.Spec.Ports[0].Name || e.Scheme != "https" || e.Path != "/metrics" || e.Interval != "30s" ||
+		e.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !e.TLSConfig.InsecureSkipVerify {
+		t.Errorf("endpoint %+v, want HTTPS /metrics on %s every 30s with Prometheus's token", e, svc.Spec.Ports[0].Name)
 	}
 }
