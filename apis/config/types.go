@@ -18,9 +18,11 @@ type TailorArgs struct {
 
 	// ClusterName is the EKS cluster's name. It scopes ownership tags, discovery tags and names.
 	ClusterName string
-	// Region is the AWS region. Empty means the SDK's default chain (AWS_REGION, profile, IMDS).
+	// Region is the AWS region. Empty means the SDK's default chain (AWS_REGION or
+	// AWS_DEFAULT_REGION, then the shared config's profile).
 	Region string
-	// KubernetesVersion picks the EKS-optimized AMI for aliases such as al2023 (e.g. "1.34").
+	// KubernetesVersion picks the EKS-optimized AMI for aliases such as al2023 (e.g. "1.34");
+	// empty follows the control plane's minor version.
 	KubernetesVersion string
 	// ClusterEndpoint, ClusterCABundle (base64 PEM), ServiceCIDR and IPFamily are what nodes
 	// need to join; empty ones are read from eks:DescribeCluster when Tailor starts.

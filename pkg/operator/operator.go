@@ -42,6 +42,7 @@ import (
 	"github.com/tailor-eks/tailor/pkg/profile"
 	"github.com/tailor-eks/tailor/pkg/provisioning"
 	"github.com/tailor-eks/tailor/pkg/rollout"
+	"github.com/tailor-eks/tailor/pkg/serverversion"
 	"github.com/tailor-eks/tailor/pkg/trim"
 )
 
@@ -92,6 +93,13 @@ func Activate(h framework.Handle, logger klog.Logger, ps []*corev1.Pod) {
 // run, upcoming a pod of each workload that has yet to create one (provisioning's Upcoming);
 // configFile is the scheduler's --config.
 func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handle, daemons func(context.Context) []*planning.Pod, upcoming func() []*planning.Pod, configFile string) (*Operator, error) {
+	// First: on a control plane too old for this scheduler nothing else would work, and the
+	// scheduler would wait for caches of APIs it does not serve, saying nothing.
+	controlPlane, err := serverversion.Start(ctx, h.ClientSet().Discovery())
+	if err != nil {
+		return nil, err
+	}
+	go controlPlane.Run(ctx)
 	cfg, err := ec2.LoadConfig(ctx, args.Region)
 	if err != nil {
 		return nil, err
@@ -103,7 +111,7 @@ func NewFromArgs(ctx context.Context, args *config.TailorArgs, h framework.Handl
 		return nil, err
 	}
 	provider, err := ec2.NewFromConfig(cfg, ec2.Options{
-		ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion,
+		ClusterName: args.ClusterName, KubernetesVersion: args.KubernetesVersion, KubernetesVersionFrom: controlPlane.Current,
 		ClusterEndpoint: cluster.Endpoint, ClusterCertificateAuthority: cluster.CABundle,
 		ClusterCIDR: cluster.ServiceCIDR, IPFamily: cluster.IPFamily,
 	})

@@ -36,7 +36,7 @@ profiles:
 	}
 	p := args.Pools[0]
 	switch {
-	case args.KubernetesVersion != "1.34", args.BatchIdleDuration.Duration != 100*time.Millisecond,
+	case args.KubernetesVersion != "", args.RebalanceRecommendations != config.RebalanceAdvisory, args.BatchIdleDuration.Duration != 100*time.Millisecond,
 		args.BatchMaxDuration.Duration != time.Second, args.RegistrationTimeout.Duration != 15*time.Minute,
 		args.ConsolidationInterval.Duration != 15*time.Second, args.ConsolidationMinSavingsPercent != 10:
 		t.Errorf("top-level defaults not applied: %+v", args)

@@ -9,7 +9,6 @@ import (
 
 // Defaults users can rely on; the README and the example profile cite them.
 const (
-	DefaultKubernetesVersion   = "1.34"
 	DefaultAMI                 = "al2023"
 	DefaultBatchIdleDuration   = 100 * time.Millisecond
 	DefaultBatchMaxDuration    = time.Second
@@ -29,9 +28,6 @@ const (
 
 // SetDefaults_TailorArgs fills what a user may leave out.
 func SetDefaults_TailorArgs(obj *TailorArgs) {
-	if obj.KubernetesVersion == nil {
-		obj.KubernetesVersion = ptr.To(DefaultKubernetesVersion)
-	}
 	if obj.BatchIdleDuration == nil {
 		obj.BatchIdleDuration = &metav1.Duration{Duration: DefaultBatchIdleDuration}
 	}

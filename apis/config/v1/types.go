@@ -13,9 +13,12 @@ type TailorArgs struct {
 
 	// ClusterName is the EKS cluster's name. Required.
 	ClusterName string `json:"clusterName"`
-	// Region is the AWS region; empty means the SDK's default chain (AWS_REGION, profile, IMDS).
+	// Region is the AWS region; empty means the SDK's default chain (AWS_REGION or
+	// AWS_DEFAULT_REGION, then the shared config's profile; the SDK does not ask instance
+	// metadata).
 	Region string `json:"region,omitempty"`
-	// KubernetesVersion picks the EKS-optimized AMI for aliases. Defaults to 1.34.
+	// KubernetesVersion ("1.34") picks the EKS-optimized AMI behind the image aliases. Empty, the
+	// default, follows the control plane's minor version, read at start and every 10 minutes.
 	KubernetesVersion *string `json:"kubernetesVersion,omitempty"`
 	// ClusterEndpoint is the API server URL nodes join (https://...). Empty means the endpoint
 	// eks:DescribeCluster reports at start.

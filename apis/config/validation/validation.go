@@ -28,7 +28,9 @@ var (
 	regionPattern = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$`)
 	zonePattern   = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+[a-z]$`)
 	amiPattern    = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
-	versionRegexp = regexp.MustCompile(`^1\.[0-9]{2}$`)
+	// An instance profile's name, or its ARN (with an optional path).
+	instanceProfilePattern = regexp.MustCompile(`^([\w+=,.@-]{1,128}|arn:[a-z-]+:iam::[0-9]{12}:instance-profile/([\w+=,.@-]+/)*[\w+=,.@-]{1,128})$`)
+	versionRegexp          = regexp.MustCompile(`^1\.[0-9]{2}$`)
 	// clusterPattern is EKS's rule for cluster names.
 	clusterPattern = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$`)
 	// queueNamePattern is SQS's rule for queue names: up to 80 letters, digits, - and _, and a
@@ -71,8 +73,8 @@ func ValidateTailorArgs(path *field.Path, args *config.TailorArgs) error {
 	if args.Region != "" && !regionPattern.MatchString(args.Region) {
 		errs = append(errs, field.Invalid(path.Child("region"), args.Region, "not an AWS region name such as us-east-1"))
 	}
-	if !versionRegexp.MatchString(args.KubernetesVersion) {
-		errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), args.KubernetesVersion, "must look like 1.34"))
+	if v := args.KubernetesVersion; v != "" && !versionRegexp.MatchString(v) {
+		errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), v, `must look like "1.34", or be empty to follow the control plane`))
 	}
 	errs = append(errs, validateClusterBootstrap(path, args)...)
 	if args.BatchIdleDuration.Duration <= 0 {
@@ -205,6 +207,14 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	}
 	errs = append(errs, validateSelector(path.Child("subnetSelector"), p.SubnetSelector, "subnet-")...)
 	errs = append(errs, validateSelector(path.Child("securityGroupSelector"), p.SecurityGroupSelector, "sg-")...)
+	// Without an instance profile a node has no credentials to join with: EC2 launches it, it
+	// never registers, and it is replaced every registrationTimeout.
+	switch ip := p.InstanceProfile; {
+	case ip == "":
+		errs = append(errs, field.Required(path.Child("instanceProfile"), "the IAM instance profile (name or ARN) of the pool's nodes, whose role the cluster lets join"))
+	case !instanceProfilePattern.MatchString(ip):
+		errs = append(errs, field.Invalid(path.Child("instanceProfile"), ip, "must be an IAM instance profile name (up to 128 of letters, digits and +=,.@_-) or ARN (arn:<partition>:iam::<account>:instance-profile/<path><name>)"))
+	}
 	if !AMIAliases.Has(p.AMI) && !amiPattern.MatchString(p.AMI) {
 		errs = append(errs, field.Invalid(path.Child("ami"), p.AMI, fmt.Sprintf("must be an image ID (ami-...) or one of the aliases %v", sets.List(AMIAliases))))
 	}

@@ -66,6 +66,11 @@ func TestValidateTailorArgs(t *testing.T) {
 		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
 		{name: "rebalance replaces", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = config.RebalanceReplace }},
 		{name: "bad rebalance setting", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = "Drain" }, want: []string{`args.rebalanceRecommendations: Unsupported value: "Drain"`}},
+		{name: "no instance profile", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceProfile = "" }, want: []string{"args.pools[0].instanceProfile: Required value"}},
+		{name: "instance profile ARN", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].InstanceProfile = "arn:aws:iam::123456789012:instance-profile/eks/prod-node"
+		}},
+		{name: "bad instance profile", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceProfile = "prod node" }, want: []string{`args.pools[0].instanceProfile: Invalid value: "prod node"`}},
 		{name: "bottlerocket alias", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "bottlerocket" }},
 		{name: "cluster bootstrap overrides", mutate: func(a *config.TailorArgs) {
 			a.ClusterEndpoint, a.ClusterCABundle, a.ServiceCIDR, a.IPFamily = "https://ABC.gr7.us-east-1.eks.amazonaws.com", testCABundle(t), "10.100.0.0/16", "ipv4"

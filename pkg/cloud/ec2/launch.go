@@ -582,6 +582,14 @@ func imageFamily(image string) (string, error) {
 	return family, nil
 }
 
+// kubernetesVersion is the version whose AMIs the aliases stand for now (see Options).
+func (p *Provider) kubernetesVersion() string {
+	if p.opts.KubernetesVersion == "" && p.opts.KubernetesVersionFrom != nil {
+		return p.opts.KubernetesVersionFrom()
+	}
+	return p.opts.KubernetesVersion
+}
+
 // resolveImage returns the AMI and bootstrap family for a launch (see Launch).
 func (p *Provider) resolveImage(ctx context.Context, image string, types []cloud.InstanceType) (id, family string, err error) {
 	if family, err = imageFamily(image); err != nil {
@@ -590,7 +598,8 @@ func (p *Provider) resolveImage(ctx context.Context, image string, types []cloud
 	if strings.HasPrefix(image, "ami-") {
 		return image, family, nil
 	}
-	if p.opts.KubernetesVersion == "" {
+	v := p.kubernetesVersion()
+	if v == "" {
 		return "", "", fmt.Errorf("ec2: launch: image alias %s needs Options.KubernetesVersion", image)
 	}
 	archs := map[string][]string{}
@@ -613,7 +622,6 @@ func (p *Provider) resolveImage(ctx context.Context, image string, types []cloud
 		arch = "arm64"
 	}
 	nvidia := len(gpu[true]) > 0
-	v := p.opts.KubernetesVersion
 	var param string
 	switch family {
 	case familyAL2023:

@@ -74,9 +74,11 @@ type Options struct {
 	Region string
 	// ClusterName is the EKS cluster the nodes join. Required.
 	ClusterName string
-	// KubernetesVersion ("1.34") selects the EKS-optimized AMI behind the image aliases.
-	// Required to launch with an alias.
-	KubernetesVersion string
+	// KubernetesVersion ("1.34") selects the EKS-optimized AMI behind the image aliases; when
+	// empty, KubernetesVersionFrom says it at each launch (the control plane's, which an upgrade
+	// changes). One of them is required to launch with an alias.
+	KubernetesVersion     string
+	KubernetesVersionFrom func() string
 	// ClusterEndpoint (https://…), ClusterCertificateAuthority (base64 PEM) and ClusterCIDR (the
 	// service CIDR) go into the node bootstrap configuration when set; nodeadm needs them unless
 	// the AMI finds them another way.

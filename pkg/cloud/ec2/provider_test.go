@@ -692,3 +692,39 @@ func TestLaunchAdoptsAfterParameterMismatch(t *testing.T) {
 		t.Errorf("resumed launch with its instance gone: %+v, %v; want the mismatch as an error", res, err)
 	}
 }
+
+// Without a configured version the aliases follow KubernetesVersionFrom (the control plane's) at
+// each launch; a configured one holds.
+func TestAliasFollowsTheControlPlane(t *testing.T) {
+	sim := ec2sim.New(ec2sim.Options{ClusterName: cluster, PendingFor: ec2sim.Immediately, ShuttingDownFor: ec2sim.Immediately})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	controlPlane := "1.34"
+	param := func(v string) string {
+		id, _ := sim.SSMParameter("/aws/service/eks/optimized-ami/" + v + "/amazon-linux-2023/x86_64/standard/recommended/image_id")
+		return id
+	}
+	for _, tt := range []struct {
+		configured string
+		want       []string // the image before and after the control plane's upgrade to 1.35
+	}{
+		{configured: "", want: []string{"1.34", "1.35"}},
+		{configured: "1.34", want: []string{"1.34", "1.34"}},
+	} {
+		controlPlane = "1.34"
+		p, err := NewFromConfig(testConfig(srv.URL), Options{ClusterName: cluster, KubernetesVersion: tt.configured,
+			KubernetesVersionFrom: func() string { return controlPlane }, ClusterEndpoint: "https://example.eks.amazonaws.com", ClusterCIDR: "10.100.0.0/16"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range tt.want {
+			if i == 1 {
+				controlPlane = "1.35"
+			}
+			got, err := p.ResolveImage(testCtx(t), "al2023", []string{"m5.large"})
+			if err != nil || got != param(want) {
+				t.Errorf("configured %q, control plane %s: image %s (%v), want %s's %s", tt.configured, controlPlane, got, err, want, param(want))
+			}
+		}
+	}
+}
