@@ -446,6 +446,10 @@ type templateRef struct {
 func (p *Provider) templateName(t templateSpec) string {
 	h := sha256.New()
 	parts := []string{p.opts.ClusterName, t.family, t.imageID, t.profile, strings.Join(t.securityGroups, ","), t.userData, string(t.capacityType)}
+	if p.ipv6() {
+		// Its templates carry an IPv6 interface: a template made before they did is not one.
+		parts = append(parts, "ipv6")
+	}
 	for _, k := range slices.Sorted(maps.Keys(t.tags)) {
 		parts = append(parts, k+"="+t.tags[k])
 	}
@@ -481,6 +485,16 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (template
 		},
 		BlockDeviceMappings: blockDevices(t.family),
 		TagSpecifications:   templateTagSpecs(t),
+	}
+	if p.ipv6() {
+		// An IPv6 cluster's nodes need an IPv6 address on their primary interface, its primary
+		// IPv6 (the node's address, and the VPC CNI's prefix delegation hangs off it), as
+		// Karpenter and EKS managed node groups launch them. The security groups then go on the
+		// interface: EC2 refuses them in both places.
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex: aws.Int32(0), Groups: t.securityGroups, Ipv6AddressCount: aws.Int32(1), PrimaryIpv6: aws.Bool(true),
+		}}
+		data.SecurityGroupIds = nil
 	}
 	if t.profile != "" {
 		if strings.HasPrefix(t.profile, "arn:") {
@@ -581,6 +595,9 @@ func imageFamily(image string) (string, error) {
 	}
 	return family, nil
 }
+
+// ipv6 says whether the cluster is IPv6.
+func (p *Provider) ipv6() bool { return strings.EqualFold(p.opts.IPFamily, "ipv6") }
 
 // kubernetesVersion is the version whose AMIs the aliases stand for now (see Options).
 func (p *Provider) kubernetesVersion() string {

@@ -181,3 +181,44 @@ func TestLaunchTemplatesListAndDelete(t *testing.T) {
 		t.Errorf("%d templates and %d CreateFleet calls after relaunching the deleted pool", n, f)
 	}
 }
+
+// An IPv6 cluster's templates give the primary interface an IPv6 address, its primary IPv6, and
+// the security groups (none on the instance); an IPv4 cluster's keep the groups on the instance
+// and no interface.
+func TestIPv6Templates(t *testing.T) {
+	for _, family := range []string{"ipv4", "ipv6"} {
+		t.Run(family, func(t *testing.T) {
+			e := newEnv(t)
+			opts := e.p.opts
+			opts.IPFamily = family
+			if family == "ipv6" {
+				opts.ClusterCIDR = "fd00:10:96::/108"
+			}
+			p, err := NewFromConfig(testConfig(e.url), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := e.request(t, "claim-"+family, cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: e.subnet(t, e.sim.Zones()[0])})
+			if res, err := p.Launch(testCtx(t), req); err != nil || res.Instance == nil {
+				t.Fatalf("%+v %v", res, err)
+			}
+			lt := e.sim.LaunchTemplates()[0]
+			sg := e.sim.ClusterSecurityGroupID()
+			want := map[string]string{"SecurityGroupId.1": sg}
+			if family == "ipv6" {
+				want = map[string]string{"SecurityGroupId.1": "", "NetworkInterface.1.DeviceIndex": "0", "NetworkInterface.1.SecurityGroupId.1": sg,
+					"NetworkInterface.1.Ipv6AddressCount": "1", "NetworkInterface.1.PrimaryIpv6": "true"}
+			} else {
+				want["NetworkInterface.1.DeviceIndex"] = ""
+			}
+			for k, v := range want {
+				if got := lt.Data.Get(k); got != v {
+					t.Errorf("launch template data %s = %q, want %q", k, got, v)
+				}
+			}
+			if in := e.sim.Instances(); len(in) != 1 {
+				t.Fatalf("%d instances", len(in))
+			}
+		})
+	}
+}

@@ -52,6 +52,14 @@ func (s *Sim) createLaunchTemplate(q query) (any, error) {
 		securityGroupIDs: data.list("SecurityGroupId"), userData: data.get("UserData"),
 		data: paramsUnder(q.v, data.prefix), clientToken: q.get("ClientToken"),
 	}
+	// A template with network interfaces puts the security groups on them (EC2 refuses a launch
+	// with groups both there and on the instance).
+	if nic := data.sub("NetworkInterface.1"); len(nic.list("SecurityGroupId")) > 0 {
+		if len(lt.securityGroupIDs) > 0 {
+			return nil, errf("InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request")
+		}
+		lt.securityGroupIDs = nic.list("SecurityGroupId")
+	}
 	if lt.instanceType != "" {
 		if _, ok := s.types[lt.instanceType]; !ok {
 			return nil, invalidValue("InstanceType", lt.instanceType)
