@@ -23,9 +23,9 @@ variable "image_repository" {
 }
 
 variable "image_tag" {
-  description = "Tag of the pushed scheduler image."
+  description = "Tag of the pushed scheduler image (make image's VERSION). Default: the chart's version, which make image tags a release with."
   type        = string
-  default     = "dev"
+  default     = ""
 }
 
 variable "create_spot_service_linked_role" {
