@@ -179,8 +179,9 @@ type Provider interface {
 	// alias, as LaunchRequest.Image) would use now.
 	ResolveImage(ctx context.Context, image string, instanceTypes []string) (string, error)
 	// Launch starts one instance. An error means the request itself failed (and may be retried
-	// with the same ClientToken), of the ErrorKind the provider gave it; a nil Instance with
-	// Errors means no override had capacity.
+	// with the same ClientToken), of the ErrorKind the provider gave it; a result may come with
+	// it, whose Errors are offerings found without capacity meanwhile. A nil Instance with Errors
+	// and no error means no override had capacity.
 	Launch(ctx context.Context, req LaunchRequest) (*LaunchResult, error)
 	// Instances lists the non-terminated instances carrying all of the given tags.
 	Instances(ctx context.Context, tags map[string]string) ([]Instance, error)

@@ -3,6 +3,7 @@ package consolidation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
@@ -128,4 +130,61 @@ func describe(ds []decision) []string {
 		out = append(out, fmt.Sprintf("%s %s (%d pods, %d replacements)", d.method, d.node.node.Name, len(d.evict), len(d.replacements)))
 	}
 	return out
+}
+
+// A rebalance recommendation is an event on the node unless replace, which calls first, marks the
+// node for the renew method, and does so once; a node EC2 is already taking away, or one not
+// registered, is left alone.
+func TestRecommendRebalance(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	for _, tc := range []struct {
+		name        string
+		replace     bool
+		prepare     func(o *ownedNode)
+		wantActed   bool
+		wantFirst   bool
+		wantMarked  bool
+		wantEventIn string
+	}{
+		{name: "advisory", wantActed: true, wantEventIn: "it keeps running (rebalanceRecommendations: Advisory)"},
+		{name: "replace", replace: true, wantActed: true, wantFirst: true, wantMarked: true, wantEventIn: "Tailor renews it within pool"},
+		{name: "already interrupted", replace: true, prepare: func(o *ownedNode) {
+			o.node.Annotations = map[string]string{v1alpha1.AnnotationInterrupted: InterruptionSpot}
+		}},
+		{name: "already marked", replace: true, prepare: func(o *ownedNode) {
+			o.node.Annotations = map[string]string{v1alpha1.AnnotationRebalanceRecommended: "2026-05-01T12:00:00Z"}
+		}, wantMarked: true},
+		{name: "not registered", replace: true, prepare: func(o *ownedNode) { o.claim.Status.Phase = v1alpha1.ClaimLaunched }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := w.node("a", "m6g.xlarge")
+			if tc.prepare != nil {
+				tc.prepare(o)
+			}
+			tw := newTriageWorld(t, w, o)
+			firsts := 0
+			acted, err := tw.c.RecommendRebalance(ctx, o.claim.Name, tc.replace, func() { firsts++ })
+			if err != nil || acted != tc.wantActed {
+				t.Fatalf("acted %v, error %v; want %v", acted, err, tc.wantActed)
+			}
+			if (firsts == 1) != tc.wantFirst || firsts > 1 {
+				t.Errorf("first called %d times, want it %v", firsts, tc.wantFirst)
+			}
+			if marked := tw.node(t).Annotations[v1alpha1.AnnotationRebalanceRecommended] != ""; marked != tc.wantMarked {
+				t.Errorf("node marked %v, want %v", marked, tc.wantMarked)
+			}
+			if tc.wantEventIn == "" {
+				return
+			}
+			select {
+			case e := <-tw.c.Recorder.(*events.FakeRecorder).Events:
+				if !strings.Contains(e, "RebalanceRecommended") || !strings.Contains(e, tc.wantEventIn) {
+					t.Errorf("event %q, want a RebalanceRecommended event saying %q", e, tc.wantEventIn)
+				}
+			default:
+				t.Error("no event on the node")
+			}
+		})
+	}
 }

@@ -99,6 +99,8 @@ type launches struct {
 	// refusals is the wait after refusals, by pool (see refusalBackoffMin).
 	refusalsOnce sync.Once
 	refusals     *flowcontrol.Backoff
+	// waitMu makes nextWait's check and doubling one step.
+	waitMu sync.Mutex
 
 	// slots bound the launches talking to EC2 at once, single claims' and gangs' together.
 	slotsOnce sync.Once
@@ -180,9 +182,13 @@ func (c *Controller) newBackoff(min, max time.Duration) *flowcontrol.Backoff {
 }
 
 // nextWait is key's wait in backoff after a failure now. Claims failing together are one wave:
-// the wait doubles once per wave, not once per claim.
-func nextWait(backoff *flowcontrol.Backoff, key string, now time.Time) time.Duration {
-	if !backoff.IsInBackOffSinceUpdate(key, now) {
+// the wait doubles once per wave, not once per claim. The check and the doubling are one step,
+// or workers failing at once would each double it.
+func (c *Controller) nextWait(backoff *flowcontrol.Backoff, key string) time.Duration {
+	ls := &c.launches
+	ls.waitMu.Lock()
+	defer ls.waitMu.Unlock()
+	if now := c.clock().Now(); !backoff.IsInBackOffSinceUpdate(key, now) {
 		backoff.Next(key, now)
 	}
 	return backoff.Get(key)
@@ -364,10 +370,10 @@ func (c *Controller) retryAfter(cl *v1alpha1.Claim, err error, offeringErrs []cl
 		// left out alike, and the claim's event says how to create it.
 		return 0, metrics.ResultError, "SpotNotEnabled"
 	case kind == cloud.KindTransient:
-		return nextWait(c.transientBackoff(), transientBackoffKey, c.clock().Now()), metrics.ResultFailed, ""
+		return c.nextWait(c.transientBackoff(), transientBackoffKey), metrics.ResultFailed, ""
 	case kind == cloud.KindConfiguration, kind == cloud.KindPermission:
 		// No offering is to blame (none is marked): another would be refused alike.
-		return nextWait(c.refusalBackoff(), cl.Spec.Pool, c.clock().Now()), metrics.ResultError, ""
+		return c.nextWait(c.refusalBackoff(), cl.Spec.Pool), metrics.ResultError, ""
 	case kind == cloud.KindQuota:
 		return retryAfterFailure, metrics.ResultQuota, ""
 	case len(offeringErrs) > 0:

@@ -44,7 +44,11 @@ func (c *Controller) createInstance(ctx context.Context, cl *v1alpha1.Claim) (*c
 		TemplateTags:     nodeshape.TemplateTags(pool),
 	})
 	if err != nil {
-		return nil, 0, nil, err
+		var noCapacity []cloud.OfferingError
+		if res != nil {
+			noCapacity = res.Errors
+		}
+		return nil, 0, noCapacity, err
 	}
 	if res.Instance == nil {
 		return nil, 0, res.Errors, fmt.Errorf("no offering could be launched: %s", offeringErrors(res.Errors))

@@ -6,6 +6,8 @@ package serverversion
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,15 +39,39 @@ type Source interface {
 // Minor checks the API server's version info and returns its "1.N": an error, naming both
 // versions, for a control plane Tailor cannot run against.
 func Minor(info *version.Info) (string, error) {
-	v, err := utilversion.ParseGeneric(info.GitVersion)
+	major, minor, err := majorMinor(info)
 	if err != nil {
-		return "", fmt.Errorf("the API server reports version %q, which does not parse: %w", info.GitVersion, err)
+		return "", err
 	}
-	if v.Major() != 1 || v.Minor() < MinMinor {
+	if major != 1 || minor < MinMinor {
 		return "", fmt.Errorf("the API server is Kubernetes %s, older than this Tailor (kube-scheduler 1.%d) supports: it needs EKS 1.%d or newer; upgrade the cluster or install a Tailor release built for it",
-			info.GitVersion, MinMinor, MinMinor)
+			shown(info), MinMinor, MinMinor)
 	}
-	return fmt.Sprintf("%d.%d", v.Major(), v.Minor()), nil
+	return fmt.Sprintf("%d.%d", major, minor), nil
+}
+
+// majorMinor reads the version from GitVersion (v1.34.2-eks-b707fbb) when it is a release's, else
+// from the Major and Minor fields: an API server built without release stamps (the test control
+// plane's, a development build) reports v0.0.0-master there but its binary version in the fields,
+// which some providers suffix with "+".
+func majorMinor(info *version.Info) (int, int, error) {
+	if v, err := utilversion.ParseGeneric(info.GitVersion); err == nil && v.Major() > 0 {
+		return int(v.Major()), int(v.Minor()), nil
+	}
+	major, errMajor := strconv.Atoi(strings.TrimSuffix(info.Major, "+"))
+	minor, errMinor := strconv.Atoi(strings.TrimSuffix(info.Minor, "+"))
+	if errMajor != nil || errMinor != nil {
+		return 0, 0, fmt.Errorf("the API server reports version %q (major %q, minor %q), which does not parse", info.GitVersion, info.Major, info.Minor)
+	}
+	return major, minor, nil
+}
+
+// shown is the version to name in a message: the release's, else major.minor.
+func shown(info *version.Info) string {
+	if v, err := utilversion.ParseGeneric(info.GitVersion); err == nil && v.Major() > 0 {
+		return info.GitVersion
+	}
+	return info.Major + "." + info.Minor
 }
 
 // Follower knows the control plane's minor version, read at start and every pollInterval.

@@ -3,7 +3,8 @@ package serverversion
 import (
 	"context"
 	"errors"
-	"runtime/debug"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,9 +15,10 @@ import (
 
 func TestMinor(t *testing.T) {
 	for _, tt := range []struct {
-		gitVersion string
-		want       string
-		wantErr    []string
+		gitVersion   string
+		major, minor string
+		want         string
+		wantErr      []string
 	}{
 		{gitVersion: "v1.34.2-eks-b707fbb", want: "1.34"},
 		{gitVersion: "v1.35.0", want: "1.35"},
@@ -25,8 +27,12 @@ func TestMinor(t *testing.T) {
 		{gitVersion: "v1.33.0", wantErr: []string{"older than this Tailor"}},
 		{gitVersion: "v2.0.0", wantErr: []string{"Kubernetes v2.0.0"}},
 		{gitVersion: "", wantErr: []string{"does not parse"}},
+		// A build without release stamps (the test control plane's) has its version in the fields.
+		{gitVersion: "v0.0.0-master+$Format:%H$", major: "1", minor: "34", want: "1.34"},
+		{gitVersion: "v0.0.0-master+$Format:%H$", major: "1", minor: "31+", wantErr: []string{"Kubernetes 1.31+, older"}},
+		{gitVersion: "v0.0.0-master+$Format:%H$", wantErr: []string{"does not parse"}},
 	} {
-		got, err := Minor(&version.Info{GitVersion: tt.gitVersion})
+		got, err := Minor(&version.Info{GitVersion: tt.gitVersion, Major: tt.major, Minor: tt.minor})
 		if got != tt.want {
 			t.Errorf("Minor(%q) = %q, want %q", tt.gitVersion, got, tt.want)
 		}
@@ -88,19 +94,17 @@ func TestFollower(t *testing.T) {
 	}
 }
 
-// MinMinor is the minor of the kube-scheduler Tailor is built from.
+// MinMinor is the minor of the kube-scheduler Tailor is built from: go.mod's k8s.io/kubernetes.
 func TestMinMinorIsTheSchedulers(t *testing.T) {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Fatal("no build info")
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, dep := range info.Deps {
-		if dep.Path == "k8s.io/kubernetes" {
-			if v := utilversion.MustParseSemantic(dep.Version); v.Minor() != MinMinor {
-				t.Errorf("built on k8s.io/kubernetes %s, MinMinor %d", dep.Version, MinMinor)
-			}
-			return
-		}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod requires no k8s.io/kubernetes")
 	}
-	t.Skip("k8s.io/kubernetes is not among this test binary's dependencies")
+	if v := utilversion.MustParseSemantic(string(m[1])); v.Minor() != MinMinor {
+		t.Errorf("built on k8s.io/kubernetes %s, MinMinor %d", m[1], MinMinor)
+	}
 }

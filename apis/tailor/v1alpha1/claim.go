@@ -172,9 +172,9 @@ type ClaimStatus struct {
 	// throttling is not a hot loop.
 	RetryAt *metav1.Time `json:"retryAt,omitempty"`
 	// UnavailableOfferings are the offerings the launch found without capacity, and
-	// CapacityTypeUnavailable the code (SpotQuota) for which no offering of the claim's capacity
-	// type launches now: the launch records them so that every replica, whichever plans, leaves
-	// them out of its plans for a while.
+	// CapacityTypeUnavailable the code (SpotQuota, SpotNotEnabled) for which no offering of the
+	// claim's capacity type launches now: the launch records them so that every replica,
+	// whichever plans, leaves them out of its plans for a while.
 	UnavailableOfferings    []UnavailableOffering `json:"unavailableOfferings,omitempty"`
 	CapacityTypeUnavailable string                `json:"capacityTypeUnavailable,omitempty"`
 }

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -21,7 +22,11 @@ func classify(err error) error {
 	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
 		return &cloud.Error{Kind: cloud.KindTransient, Err: err}
 	}
-	if kind := kindOfCode(apiErrorCode(err)); kind != cloud.KindOther {
+	code := apiErrorCode(err)
+	if code == spotRoleMissingCode {
+		return &cloud.Error{Kind: cloud.KindPermission, Err: fmt.Errorf("%w: %s: %w", cloud.ErrSpotNotEnabled, spotRoleFix, err)}
+	}
+	if kind := kindOfCode(code); kind != cloud.KindOther {
 		return &cloud.Error{Kind: kind, Err: err}
 	}
 	return err
@@ -33,7 +38,7 @@ func kindOfCode(code string) cloud.ErrorKind {
 	switch {
 	case code == "":
 		return cloud.KindOther
-	case throttled:
+	case throttled, serverErrorCodes[code]:
 		return cloud.KindTransient
 	case accountQuotaCodes[code]:
 		return cloud.KindQuota
@@ -45,8 +50,18 @@ func kindOfCode(code string) cloud.ErrorKind {
 	return cloud.KindOther
 }
 
+// serverErrorCodes are EC2 failing on its side, as a fleet reports them on overrides (the same
+// failure in an answer of its own comes with a 5xx status).
+var serverErrorCodes = map[string]bool{
+	"InternalError":      true,
+	"InternalFailure":    true,
+	"ServiceUnavailable": true,
+	"Unavailable":        true,
+}
+
 // capacityCodes are the errors a fleet reports for an offering that has no capacity for the
-// launch now (the codes Karpenter treats as unfulfillable capacity, less the account quotas):
+// launch now (the codes Karpenter treats as unfulfillable capacity, less the account quotas, and
+// UnsupportedOperation, which a fleet reports for a type that cannot do what the launch asks):
 // only these mark an offering unavailable, so the next plan tries another. Every other code says
 // nothing about the offering.
 var capacityCodes = map[string]bool{
@@ -56,6 +71,7 @@ var capacityCodes = map[string]bool{
 	"UnsupportedOperation":              true, // the type cannot do what the launch asks of it
 	"InsufficientFreeAddressesInSubnet": true,
 	"ReservationCapacityExceeded":       true,
+	"SpotMaxPriceTooLow":                true, // spot costs more than on-demand there now
 }
 
 // accountQuotaCodes are the errors of an account's quotas: running on-demand vCPUs of an
@@ -87,7 +103,6 @@ var permissionCodes = map[string]bool{
 var configurationCodes = map[string]bool{
 	"MissingParameter":            true,
 	"UnknownParameter":            true,
-	"UnsupportedOperation":        true,
 	"InvalidParameterCombination": true,
 }
 

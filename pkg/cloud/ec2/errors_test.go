@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -47,6 +48,10 @@ func TestClassify(t *testing.T) {
 		if got := cloud.KindOf(classify(tt.err)); got != tt.want {
 			t.Errorf("classify(%v): %v, want %v", tt.err, got, tt.want)
 		}
+	}
+	// The spot service-linked role refused in an answer of its own, as in a fleet's errors.
+	if err := classify(coded("AuthFailure.ServiceLinkedRoleCreationNotPermitted")); !errors.Is(err, cloud.ErrSpotNotEnabled) || !strings.Contains(err.Error(), "create-service-linked-role") {
+		t.Errorf("classify(spot role refused) = %v, want ErrSpotNotEnabled saying how to create the role", err)
 	}
 	if classify(nil) != nil {
 		t.Error("classify(nil) is not nil")

@@ -176,7 +176,8 @@ func fleetInput(req cloud.LaunchRequest, templates int, overrideGroup []int, zon
 // launchResult reads CreateFleet's answer: the instance it launched, if any, and the errors of
 // the offerings that had no capacity (capacityCodes). Any other error a fleet reports on its
 // overrides (an account quota, a configuration or permission refusal) is no offering's failure:
-// it is the launch's error when nothing was launched.
+// it is the launch's error when nothing was launched, which comes with the result: the offerings
+// found without capacity beside the refusal are still to be left out.
 func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, out *ec2.CreateFleetOutput, zones map[string]string, imageID string, tags map[string]string) (*cloud.LaunchResult, error) {
 	res := &cloud.LaunchResult{}
 	var refusals []cloud.OfferingError
@@ -214,7 +215,7 @@ func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, ou
 		break
 	}
 	if res.Instance == nil && len(refusals) > 0 {
-		return nil, refusalError(aws.ToString(out.FleetId), refusals)
+		return res, refusalError(aws.ToString(out.FleetId), refusals)
 	}
 	if res.Instance == nil && len(res.Errors) == 0 {
 		return nil, fmt.Errorf("ec2: CreateFleet %s launched nothing and reported no errors", aws.ToString(out.FleetId))
@@ -224,9 +225,9 @@ func (p *Provider) launchResult(ctx context.Context, req cloud.LaunchRequest, ou
 
 // refusalError is the error of a fleet that launched nothing and reported errors that are no
 // offering's, of the kind of the one a user must act on first (permission, then configuration,
-// then quota). It quotes each distinct code and message once.
+// then quota, then EC2's own failure). It quotes each distinct code and message once.
 func refusalError(fleetID string, refusals []cloud.OfferingError) error {
-	rank := map[cloud.ErrorKind]int{cloud.KindPermission: 3, cloud.KindConfiguration: 2, cloud.KindQuota: 1}
+	rank := map[cloud.ErrorKind]int{cloud.KindPermission: 4, cloud.KindConfiguration: 3, cloud.KindQuota: 2, cloud.KindTransient: 1}
 	kind := cloud.KindOther
 	var quoted []string
 	spotRole := false

@@ -468,7 +468,7 @@ func TestLaunch(t *testing.T) {
 			res, err := e.p.Launch(testCtx(t), e.request(t, "claim-quota-"+string(tt.ct), tt.ct,
 				cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
 			e.sim.ClearFaults()
-			if err == nil || !strings.Contains(err.Error(), "account quota") || !strings.Contains(err.Error(), tt.code) || res != nil {
+			if err == nil || !strings.Contains(err.Error(), "account quota") || !strings.Contains(err.Error(), tt.code) || res != nil && (res.Instance != nil || len(res.Errors) > 0) {
 				t.Errorf("%s: result %+v, error %v; want an account quota error", tt.code, res, err)
 			}
 			if k := cloud.KindOf(err); k != cloud.KindQuota {
@@ -510,8 +510,8 @@ func TestLaunch(t *testing.T) {
 			res, err := e.p.Launch(testCtx(t), e.request(t, "claim-refused-"+strings.ToLower(tt.code), tt.ct,
 				cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
 			e.sim.ClearFaults()
-			if res != nil || err == nil {
-				t.Errorf("%s: result %+v, error %v; want no result and an error", tt.code, res, err)
+			if res != nil && (res.Instance != nil || len(res.Errors) > 0) || err == nil {
+				t.Errorf("%s: result %+v, error %v; want no instance, no offering without capacity and an error", tt.code, res, err)
 				continue
 			}
 			if k := cloud.KindOf(err); k != tt.kind {
@@ -528,6 +528,22 @@ func TestLaunch(t *testing.T) {
 			if got := errors.Is(err, cloud.ErrSpotNotEnabled); got != tt.spotNotEnabled {
 				t.Errorf("%s: errors.Is(err, ErrSpotNotEnabled) = %v", tt.code, got)
 			}
+		}
+	})
+
+	// A refusal beside offerings without capacity: the launch fails of the refusal's kind, and
+	// the offerings without capacity still come back to be left out.
+	t.Run("refusal beside offerings without capacity", func(t *testing.T) {
+		e.sim.SetSpotPrice("m5.large", zoneA, 0) // withdrawn: InsufficientInstanceCapacity there
+		e.sim.InjectFault(ec2sim.Fault{Action: "CreateFleet", Code: "InvalidParameterValue", Message: "bad volume", InFleet: true})
+		res, err := e.p.Launch(testCtx(t), e.request(t, "claim-mixed", cloud.Spot,
+			cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m5.xlarge", SubnetID: b}))
+		e.sim.ClearFaults()
+		if k := cloud.KindOf(err); k != cloud.KindConfiguration || res == nil || res.Instance != nil {
+			t.Fatalf("result %+v, error %v of kind %v; want a configuration error with a result", res, err, k)
+		}
+		if len(res.Errors) != 1 || res.Errors[0].InstanceType != "m5.large" || res.Errors[0].Code != "InsufficientInstanceCapacity" {
+			t.Errorf("offerings without capacity %v, want m5.large's", res.Errors)
 		}
 	})
 
