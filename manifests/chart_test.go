@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -320,7 +322,7 @@ func checkRelease(t *testing.T, objs []runtime.Object, ns string) {
 		}
 	}
 	cr := named[*rbacv1.ClusterRole](t, objs, "tailor")
-	role := one[*rbacv1.Role](t, objs)
+	role := named[*rbacv1.Role](t, objs, "tailor-leases")
 	for _, want := range []string{"ClusterRole/system:kube-scheduler", "ClusterRole/system:volume-scheduler", "ClusterRole/" + cr.Name,
 		"kube-system:Role/extension-apiserver-authentication-reader", ns + ":Role/" + role.Name} {
 		if !slices.Contains(roleRefs, want) {
@@ -1012,5 +1014,85 @@ func TestServiceMonitor(t *testing.T) {
 	if e.Port != svc.Spec.Ports[0].Name || e.Scheme != "https" || e.Path != "/metrics" || e.Interval != "30s" ||
 		e.BearerTokenFile != "/var/run/secrets/kubernetes.io/serviceaccount/token" || !e.TLSConfig.InsecureSkipVerify {
 		t.Errorf("endpoint %+v, want HTTPS /metrics on %s every 30s with Prometheus's token", e, svc.Spec.Ports[0].Name)
+	}
+}
+
+// cleanupOnUninstall (on by default) is a pre-delete hook Job running `cleanup` from the
+// scheduler's image, as its service account, off Tailor's nodes; its Role lets it scale the
+// scheduler's Deployment and nothing else. Off, and in deploy/tailor.yaml (applied with kubectl,
+// which runs no hooks: the Job would run at every apply), nothing of it renders.
+func TestCleanupHook(t *testing.T) {
+	docs, err := splitDocuments(render(t, "tailor", append(slices.Clone(chartDefaults), "--set", "settings.region=eu-west-1")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decode(t, docs)
+	job := one[*batchv1.Job](t, objs)
+	dep := one[*appsv1.Deployment](t, objs)
+	sa := one[*corev1.ServiceAccount](t, objs)
+	if job.Namespace != "tailor" || job.Annotations["helm.sh/hook"] != "pre-delete" ||
+		job.Annotations["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" {
+		t.Errorf("Job %s/%s annotations %v, want a pre-delete hook deleted when it succeeds or runs again", job.Namespace, job.Name, job.Annotations)
+	}
+	pod := job.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c, sched := pod.Containers[0], dep.Spec.Template.Spec.Containers[0]
+	if c.Image != sched.Image || c.ImagePullPolicy != sched.ImagePullPolicy {
+		t.Errorf("image %s (%s), want the scheduler's %s (%s)", c.Image, c.ImagePullPolicy, sched.Image, sched.ImagePullPolicy)
+	}
+	if pod.ServiceAccountName != sa.Name || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("serviceAccountName %q restartPolicy %q, want %q and Never", pod.ServiceAccountName, pod.RestartPolicy, sa.Name)
+	}
+	wantArgs := []string{"cleanup", "--cluster-name=x", "--region=eu-west-1", "--timeout=4m", "--scheduler-deployment=tailor/" + dep.Name, "-v=2"}
+	if !slices.Equal(c.Args, wantArgs) {
+		t.Errorf("args %v, want %v", c.Args, wantArgs)
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "AWS_REGION" && e.Value == "eu-west-1" }) {
+		t.Errorf("env %+v lacks AWS_REGION", c.Env)
+	}
+	// Its pod is not one of the scheduler's: the scale-down waits for those to be gone.
+	if selects(t, dep.Spec.Selector, labels.Set(job.Spec.Template.Labels)) {
+		t.Errorf("the Deployment's selector %v selects the cleanup pod's labels %v", dep.Spec.Selector, job.Spec.Template.Labels)
+	}
+	if a := pod.Affinity; a == nil || a.NodeAffinity == nil || a.PodAntiAffinity != nil ||
+		!reflect.DeepEqual(a.NodeAffinity, dep.Spec.Template.Spec.Affinity.NodeAffinity) {
+		t.Errorf("affinity %+v, want the scheduler's node affinity (off Tailor's nodes) only", pod.Affinity)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("container securityContext %+v", sc)
+	}
+	role := named[*rbacv1.Role](t, objs, "tailor-cleanup")
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, ResourceNames: []string{dep.Name}, Verbs: []string{"get", "update"}}}
+	if role.Namespace != "tailor" || !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("cleanup Role %s rules %+v, want %+v", role.Namespace, role.Rules, want)
+	}
+	rb := named[*rbacv1.RoleBinding](t, objs, "tailor-cleanup")
+	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != sa.Name {
+		t.Errorf("cleanup RoleBinding %+v", rb)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"disabled", append(slices.Clone(chartDefaults), "--set", "cleanupOnUninstall.enabled=false")},
+		{"deploy values", []string{"-f", deployValues}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := string(render(t, "kube-system", tc.args...))
+			for _, notWanted := range []string{"kind: Job", "helm.sh/hook", "tailor-cleanup"} {
+				if strings.Contains(out, notWanted) {
+					t.Errorf("renders %q", notWanted)
+				}
+			}
+		})
+	}
+	for _, bad := range [][]string{{"--set", "cleanupOnUninstall.timeout=soon"}, {"--set", "cleanupOnUninstall.wait=true"}} {
+		if _, _, err := helm(t, append([]string{"template", "tailor", chartDir}, append(slices.Clone(chartDefaults), bad...)...)...); err == nil {
+			t.Errorf("the schema accepts %v", bad)
+		}
 	}
 }

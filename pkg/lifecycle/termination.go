@@ -61,7 +61,7 @@ func Deleting(cl *v1alpha1.Claim, n *corev1.Node) bool {
 
 // deleteNode takes Tailor's finalizer off a node and deletes it (a node already gone is fine).
 func deleteNode(ctx context.Context, client kubernetes.Interface, name string) error {
-	if err := removeNodeFinalizer(ctx, client, name); err != nil {
+	if err := RemoveNodeFinalizer(ctx, client, name); err != nil {
 		return err
 	}
 	if err := client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -70,8 +70,8 @@ func deleteNode(ctx context.Context, client kubernetes.Interface, name string) e
 	return nil
 }
 
-// removeNodeFinalizer takes Tailor's finalizer off a node, leaving anyone else's.
-func removeNodeFinalizer(ctx context.Context, client kubernetes.Interface, name string) error {
+// RemoveNodeFinalizer takes Tailor's finalizer off a node, leaving anyone else's.
+func RemoveNodeFinalizer(ctx context.Context, client kubernetes.Interface, name string) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -101,7 +101,7 @@ func (c *Controller) releaseDeletingNode(ctx context.Context, node *corev1.Node,
 	if _, up := running[InstanceID(node.Spec.ProviderID)]; owned && up {
 		return // the consolidation loop drains it
 	}
-	if err := removeNodeFinalizer(ctx, c.Client, node.Name); err != nil {
+	if err := RemoveNodeFinalizer(ctx, c.Client, node.Name); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot release deleted node; will retry", "node", node.Name)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
@@ -186,5 +187,26 @@ func TestTerminateQueued(t *testing.T) {
 	}
 	if !h.running(t, "i-other") {
 		t.Error("another cluster's instance tagged with a claim of the same name was terminated")
+	}
+}
+
+// Only Tailor's finalizer comes off; anyone else's stays.
+func TestRemoveNodeFinalizer(t *testing.T) {
+	ctx := context.Background()
+	client := kubefake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Finalizers: []string{"example.com/keep", v1alpha1.FinalizerTermination}}})
+	for range 2 { // the second time there is nothing to remove
+		if err := RemoveNodeFinalizer(ctx, client, "n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := client.CoreV1().Nodes().Get(ctx, "n", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Finalizers, []string{"example.com/keep"}) {
+		t.Errorf("finalizers %v, want only example.com/keep", got.Finalizers)
+	}
+	if err := RemoveNodeFinalizer(ctx, client, "gone"); err != nil {
+		t.Errorf("a node already gone: %v", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
-	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/lifecycle"
 	"github.com/tailor-eks/tailor/pkg/sim/ec2sim"
 )
@@ -185,42 +184,15 @@ func TestConsoleTerminatedInstanceIsReplaced(t *testing.T) {
 // of the test waiting out the two-minute grace.
 func TestOrphanInstanceTerminatedForeignKept(t *testing.T) {
 	newNamespace(t) // its cleanup terminates the foreign instance
-	ctx := context.Background()
-	subnet := world.Sim.Subnets()[0].ID
-	// A client that knows only the cluster's name, as TestUserDataWithoutEndpointNeverRegisters.
-	direct, err := ec2.New(ctx, ec2.Options{Region: world.Region, ClusterName: clusterName, KubernetesVersion: "1.34"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	launch := func(token string, tags map[string]string) cloud.Instance {
-		t.Helper()
-		tags[v1alpha1.TagClusterPrefix+clusterName] = v1alpha1.TagOwnedValue
-		tags[v1alpha1.TagPool] = "general"
-		res, err := direct.Launch(ctx, cloud.LaunchRequest{
-			ClientToken:      token + "-" + rand.String(5),
-			CapacityType:     cloud.OnDemand,
-			Overrides:        []cloud.Override{{InstanceType: "m5.large", SubnetID: subnet}},
-			Image:            "al2023",
-			InstanceProfile:  "tailor-node",
-			SecurityGroupIDs: []string{world.Sim.ClusterSecurityGroupID()},
-			Tags:             tags,
-			TemplateTags:     map[string]string{v1alpha1.TagPool: "general"},
-		})
-		if err != nil || res.Instance == nil {
-			t.Fatalf("launch: %+v %v", res, err)
-		}
-		expectedRejections.Store(res.Instance.ID, true) // no endpoint in its user data
-		return *res.Instance
-	}
-	orphan := launch("orphan", map[string]string{v1alpha1.TagClaim: "general-gone-" + rand.String(5)})
-	foreign := launch("foreign", map[string]string{})
+	orphan := launchDirect(t, "orphan", map[string]string{v1alpha1.TagClaim: "general-gone-" + rand.String(5)})
+	foreign := launchDirect(t, "foreign", map[string]string{})
 	// Claims are named after their pods: an instance left by an earlier claim of the same name
 	// is an orphan too once the live claim has recorded its own instance.
 	ns := newNamespace(t)
 	createPod(t, ns, "owner", "500m", "512Mi")
 	waitRunning(t, ns, 1)
 	claim := listClaims(t)[0]
-	stale := launch("stale", map[string]string{v1alpha1.TagClaim: claim.Name})
+	stale := launchDirect(t, "stale", map[string]string{v1alpha1.TagClaim: claim.Name})
 	if !world.Sim.BackdateInstances(10*time.Minute, orphan.ID, foreign.ID, stale.ID) {
 		t.Fatal("backdating: instance not found")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/cloud/ec2"
 	"github.com/tailor-eks/tailor/pkg/sim/env"
 )
 
@@ -368,4 +369,34 @@ func denyCreates(t *testing.T, name string, rule admissionregistrationv1.Rule, n
 	}
 	t.Cleanup(remove)
 	return remove
+}
+
+// launchDirect launches an instance of the cluster outside Tailor, with the cluster's ownership
+// and pool tags and the given ones, whose user data lacks the cluster endpoint so it never
+// registers (a client that knows only the cluster's name, as in
+// TestUserDataWithoutEndpointNeverRegisters).
+func launchDirect(t *testing.T, token string, tags map[string]string) cloud.Instance {
+	t.Helper()
+	ctx := context.Background()
+	direct, err := ec2.New(ctx, ec2.Options{Region: world.Region, ClusterName: clusterName, KubernetesVersion: "1.34"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags[v1alpha1.TagClusterPrefix+clusterName] = v1alpha1.TagOwnedValue
+	tags[v1alpha1.TagPool] = "general"
+	res, err := direct.Launch(ctx, cloud.LaunchRequest{
+		ClientToken:      token + "-" + rand.String(5),
+		CapacityType:     cloud.OnDemand,
+		Overrides:        []cloud.Override{{InstanceType: "m5.large", SubnetID: world.Sim.Subnets()[0].ID}},
+		Image:            "al2023",
+		InstanceProfile:  "tailor-node",
+		SecurityGroupIDs: []string{world.Sim.ClusterSecurityGroupID()},
+		Tags:             tags,
+		TemplateTags:     map[string]string{v1alpha1.TagPool: "general"},
+	})
+	if err != nil || res.Instance == nil {
+		t.Fatalf("launch: %+v %v", res, err)
+	}
+	expectedRejections.Store(res.Instance.ID, true) // no endpoint in its user data
+	return *res.Instance
 }
