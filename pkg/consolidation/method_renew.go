@@ -22,6 +22,8 @@ func (renewMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 	for _, c := range cs {
 		d := decision{node: c.ownedNode, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", c.pool.Disruption.ExpireAfter.Duration), evict: c.evict}
 		switch {
+		case launchDrifted(c.ownedNode) && imageDrifted(c.ownedNode) != "":
+			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's image %s now resolves to %s, not the image it launched with", c.pool.Name, c.pool.AMI, imageDrifted(c.ownedNode))
 		case launchDrifted(c.ownedNode):
 			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's launch settings changed since it launched", c.pool.Name)
 		case rebalanceRecommendedAt(c.node) != "":

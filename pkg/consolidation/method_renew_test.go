@@ -9,6 +9,11 @@ import (
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 )
 
+// imageReleased: a new image is behind the pool's alias since the node launched.
+func imageReleased(_ *world, o *ownedNode) {
+	o.claim.Annotations[v1alpha1.AnnotationImageDrift] = "ami-next"
+}
+
 // rebalanceRecommended: EC2 recommended rebalancing the node's spot instance, with
 // rebalanceRecommendations: Replace.
 var rebalanceRecommended = annotated(v1alpha1.AnnotationRebalanceRecommended, "2026-05-01T12:00:00Z")
@@ -42,6 +47,12 @@ func TestRenewMethod(t *testing.T) {
 					pods(w.pod("p", "a", "1"))
 			},
 			want: "rebalance a (1 pods, 0 new)", kept: []string{"b: EC2 recommends rebalancing its spot instance, but pool general's disruption budget is used up"}},
+		{name: "a new image behind the pool's alias is drift", budget: 1,
+			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
+				return nodes(w.node("a", "m6g.xlarge", imageReleased), w.node("b", "m6g.xlarge", imageReleased), w.node("c", "m6g.xlarge", busy)),
+					pods(w.pod("p", "a", "1"))
+			},
+			want: "drift a (1 pods, 0 new)", kept: []string{"b: pool general's image al2023 now resolves to ami-next, not the image it launched with, but pool general's disruption budget is used up"}},
 		{name: "young nodes of the same settings stay", pool: expiring, budget: 5,
 			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
 				return nodes(w.node("a", "m6g.xlarge", createdAgo(29*time.Minute))), pods(w.pod("p", "a", "1"))

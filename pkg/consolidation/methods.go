@@ -103,8 +103,12 @@ func pastScaleUp(s *snapshot, o *ownedNode) bool {
 // without the fingerprint (launched before Tailor recorded it) has not drifted.
 func launchDrifted(o *ownedNode) bool {
 	launchedWith := o.claim.Annotations[v1alpha1.AnnotationPoolHash]
-	return launchedWith != "" && launchedWith != o.pool.LaunchHash()
+	return launchedWith != "" && launchedWith != o.pool.LaunchHash() || imageDrifted(o) != ""
 }
+
+// imageDrifted is the image the pool's AMI alias resolves to now, if the node launched with
+// another ("" if not: the lifecycle records it on the claim).
+func imageDrifted(o *ownedNode) string { return o.claim.Annotations[v1alpha1.AnnotationImageDrift] }
 
 // expired says whether the node is older than its pool's expireAfter.
 func expired(s *snapshot, o *ownedNode) bool {

@@ -320,6 +320,7 @@ func (c *Controller) sweep(ctx context.Context) {
 				if cl.Status.InitializedAt == nil {
 					c.checkInitialized(ctx, cl, running, now)
 				}
+				c.checkImageDrift(ctx, cl)
 			} else {
 				c.instanceGone(ctx, cl, running)
 			}

@@ -411,3 +411,36 @@ func TestDriftedNodeIsReplaced(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// AWS releases a new EKS AMI behind the pool's alias: the node launched from the old image has
+// drifted (the lifecycle marks its claim) and is renewed within the pool's budget; its pod ends on
+// a node of the new image and the old node goes.
+func TestNewImageBehindAliasRenewsNodes(t *testing.T) {
+	consolidating(t, "1")
+	ns := newNamespace(t)
+	createDeployment(t, ns, "web", 1, podSpec("500m", "1Gi"))
+	old := waitRunning(t, ns, 1)[0].Spec.NodeName
+	imageOf := func(node string) string {
+		name := getNode(t, node).Labels[v1alpha1.LabelClaim]
+		for _, c := range listClaims(t) {
+			if c.Name == name && c.Status.Request != nil {
+				return c.Status.Request.ImageID
+			}
+		}
+		return ""
+	}
+	next, err := world.Sim.ReleaseImage(al2023Param(t, imageOf(old)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh scheduler: a running one sees the release once its cached alias ages out (5 min).
+	consolidating(t, "1")
+	waitForWithin(t, "the pod on a node of the new image", 90*time.Second, func() bool {
+		pods := runningPods(t, ns)
+		return len(pods) == 1 && pods[0].Spec.NodeName != old && imageOf(pods[0].Spec.NodeName) == next
+	})
+	waitFor(t, "the node of the old image to go", func() bool {
+		_, err := world.Client.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

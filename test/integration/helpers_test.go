@@ -400,3 +400,17 @@ func launchDirect(t *testing.T, token string, tags map[string]string) cloud.Inst
 	expectedRejections.Store(res.Instance.ID, true) // no endpoint in its user data
 	return *res.Instance
 }
+
+// al2023Param is the SSM parameter of the AL2023 alias (for the control plane's 1.34) that
+// resolves to image now.
+func al2023Param(t *testing.T, image string) string {
+	t.Helper()
+	for _, arch := range []string{"x86_64", "arm64"} {
+		p := "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/" + arch + "/standard/recommended/image_id"
+		if cur, _ := world.Sim.SSMParameter(p); cur == image {
+			return p
+		}
+	}
+	t.Fatalf("image %q is what no AL2023 alias names", image)
+	return ""
+}

@@ -233,16 +233,7 @@ func TestResumeAfterImageReleaseSendsFirstRequest(t *testing.T) {
 	mismatches := world.Sim.Refusals("IdempotentParameterMismatch")
 	claim, inst := launchWithAnswerLost(t, ns, "adopted")
 	first := inst.ImageID
-	var param string
-	for _, arch := range []string{"x86_64", "arm64"} {
-		p := "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/" + arch + "/standard/recommended/image_id"
-		if cur, _ := world.Sim.SSMParameter(p); cur == first {
-			param = p
-		}
-	}
-	if param == "" {
-		t.Fatalf("the instance runs image %s, which no AL2023 alias names", first)
-	}
+	param := al2023Param(t, first)
 	stopScheduler() // the crash
 	next, err := world.Sim.ReleaseImage(param)
 	if err != nil {

@@ -69,6 +69,10 @@ const (
 	// AnnotationPoolHash on a claim is its pool's launch fingerprint when it launched; a node
 	// whose pool has another fingerprint now has drifted and is replaced.
 	AnnotationPoolHash = Group + "/pool-hash"
+	// AnnotationImageDrift on a claim is the image its pool's AMI alias resolves to now for its
+	// instance type, when that is no longer the image it launched with (a new EKS AMI release):
+	// its node has drifted and is renewed. The lifecycle writes it, consolidation reads it.
+	AnnotationImageDrift = Group + "/image-drift"
 )
 
 // Tags on every EC2 resource Tailor creates. An instance without TagClusterPrefix+<cluster>=owned
