@@ -649,6 +649,10 @@ func TestSchedulerConfigLoads(t *testing.T) {
 				p.Limits.Cpu().Value() != 1000 || p.Disruption.ExpireAfter.Duration != 720*time.Hour || p.AMI != "ami-0123456789abcdef0" {
 				t.Errorf("pool %+v", p)
 			}
+			if len(p.BlockDeviceMappings) != 1 || p.BlockDeviceMappings[0].VolumeSize.String() != "200Gi" || p.BlockDeviceMappings[0].IOPS != 6000 ||
+				p.MetadataOptions.HTTPPutResponseHopLimit != 2 || p.Tags["team"] != "data" || !p.DetailedMonitoring {
+				t.Errorf("launch settings %+v %+v %v %v", p.BlockDeviceMappings, p.MetadataOptions, p.Tags, p.DetailedMonitoring)
+			}
 		},
 	}, {
 		name: "consolidation savings",
@@ -736,6 +740,12 @@ const everyPoolField = `pools:
   labels: {workload-class: batch, example.com/team: data}
   taints: [{key: example.com/batch, value: "true", effect: NoSchedule}]
   startupTaints: [{key: node.cilium.io/agent-not-ready, effect: NoExecute}]
+  blockDeviceMappings:
+  - {deviceName: /dev/xvda, volumeSize: 200Gi, volumeType: gp3, iops: 6000, throughput: 250, encrypted: true,
+     kmsKeyID: "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab", deleteOnTermination: true}
+  metadataOptions: {httpTokens: required, httpPutResponseHopLimit: 2, httpProtocolIPv6: false}
+  tags: {team: data, cost-center: "4711"}
+  detailedMonitoring: true
   limits: {cpu: 1000, memory: 4000Gi}
   disruption:
     consolidationPolicy: WhenEmpty
@@ -769,6 +779,10 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 	}{
 		{"unknown capacity type", []string{"--set", "pools[0].capacityTypes[0]=reserved"}, []string{"/pools/0/capacityTypes/0", "'on-demand', 'spot'"}},
 		{"weight out of range", []string{"--set", "pools[0].weight=101"}, []string{"/pools/0/weight", "maximum"}},
+		{"volume size", []string{"--set", "pools[0].blockDeviceMappings[0].deviceName=/dev/xvda", "--set", "pools[0].blockDeviceMappings[0].volumeSize=20G"},
+			[]string{"/pools/0/blockDeviceMappings/0/volumeSize"}},
+		{"hop limit", []string{"--set", "pools[0].metadataOptions.httpPutResponseHopLimit=65"}, []string{"/pools/0/metadataOptions/httpPutResponseHopLimit"}},
+		{"Tailor's tag", []string{"--set", "pools[0].tags.tailor\\.dev/claim=x"}, []string{"invalid propertyName 'tailor.dev/claim'"}},
 		{"no instance profile", []string{"--set", "nodeInstanceProfile="}, []string{"/nodeInstanceProfile", "/pools/0': missing property 'instanceProfile'"}},
 		{"instance profile not a name", []string{"--set", "pools[0].instanceProfile=arn:aws:iam::123456789012:role/tailor-node"}, []string{"/pools/0/instanceProfile"}},
 		{"pool name", []string{"--set", "pools[1].name=Spot_Pool"}, []string{"/pools/1/name"}},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -98,10 +99,49 @@ type Pool struct {
 	// StartupTaints are put on nodes at registration and expected to be removed by another agent
 	// (a CNI, a GPU operator); Tailor plans as if they were absent.
 	StartupTaints []corev1.Taint
+	// BlockDeviceMappings replace the image family's volumes (AL2023: a 20 GiB gp3 root,
+	// Bottlerocket: a 4 GiB OS and a 20 GiB data volume); empty keeps them.
+	BlockDeviceMappings []BlockDeviceMapping
+	// MetadataOptions are the instances' IMDS settings (default: IMDSv2 only, one hop).
+	MetadataOptions MetadataOptions
+	// Tags go on the instances, their volumes and network interfaces, and the launch templates;
+	// they never override Tailor's own.
+	Tags map[string]string
+	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring.
+	DetailedMonitoring bool
 	// Limits caps the total resources (cpu, memory) of the pool's nodes, in flight or running.
 	Limits corev1.ResourceList
 	// Disruption says when Tailor may take the pool's nodes away.
 	Disruption Disruption
+}
+
+// BlockDeviceMapping is one EBS volume of the pool's instances.
+type BlockDeviceMapping struct {
+	// DeviceName is the device (/dev/xvda is the root of AL2023 and Bottlerocket's OS volume).
+	DeviceName string
+	// VolumeSize is the size (a quantity: 100Gi).
+	VolumeSize resource.Quantity
+	// VolumeType is gp3, gp2, io1, io2, st1, sc1 or standard.
+	VolumeType string
+	// IOPS and Throughput (MiB/s) are for the types that take them (0: the type's default).
+	IOPS       int32
+	Throughput int32
+	// Encrypted and KMSKeyID ("": the account's EBS key).
+	Encrypted bool
+	KMSKeyID  string
+	// DeleteOnTermination deletes the volume with the instance.
+	DeleteOnTermination bool
+}
+
+// MetadataOptions are IMDS settings.
+type MetadataOptions struct {
+	// HTTPTokens is required (IMDSv2 only) or optional.
+	HTTPTokens string
+	// HTTPPutResponseHopLimit is how far IMDS answers reach (1: not from pods on the node's
+	// network; 2: pods too).
+	HTTPPutResponseHopLimit int32
+	// HTTPProtocolIPv6 enables IMDS's IPv6 endpoint.
+	HTTPProtocolIPv6 bool
 }
 
 // Consolidation policies.
@@ -143,8 +183,14 @@ type Selector struct {
 // zones, network, image, instance profile, labels, taints), not how they are chosen or kept
 // (weight, limits, disruption). A node launched under another fingerprint has drifted.
 func (p *Pool) LaunchHash() string {
-	b, _ := json.Marshal([]any{p.Requirements, p.CapacityTypes, p.Zones, p.SubnetSelector, p.SecurityGroupSelector,
-		p.AMI, p.InstanceProfile, p.Labels, p.Taints, p.StartupTaints})
+	parts := []any{p.Requirements, p.CapacityTypes, p.Zones, p.SubnetSelector, p.SecurityGroupSelector,
+		p.AMI, p.InstanceProfile, p.Labels, p.Taints, p.StartupTaints}
+	// Launch settings added later hash only when set, so a pool without them keeps the
+	// fingerprint its nodes launched under (and does not drift on upgrade).
+	if len(p.BlockDeviceMappings) > 0 || p.MetadataOptions != (MetadataOptions{}) || len(p.Tags) > 0 || p.DetailedMonitoring {
+		parts = append(parts, p.BlockDeviceMappings, p.MetadataOptions, p.Tags, p.DetailedMonitoring)
+	}
+	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

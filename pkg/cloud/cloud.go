@@ -95,6 +95,32 @@ type LaunchRequest struct {
 	// launch of a pool, never per claim, or every claim gets a template of its own. The provider
 	// adds its cluster ownership tags to them.
 	TemplateTags map[string]string
+	// Settings are the pool's launch settings; the zero value is the provider's defaults.
+	Settings LaunchSettings
+}
+
+// LaunchSettings are how a pool's instances are launched beyond their image and network.
+type LaunchSettings struct {
+	// BlockDevices replace the image family's volumes when set.
+	BlockDevices []BlockDevice
+	// HTTPTokens ("required" or "optional"; "" is required), HopLimit (0 is 1) and
+	// IMDSIPv6 are the instance metadata service's settings.
+	HTTPTokens string
+	HopLimit   int32
+	IMDSIPv6   bool
+	// DetailedMonitoring turns on 1-minute CloudWatch monitoring.
+	DetailedMonitoring bool
+}
+
+// BlockDevice is one EBS volume.
+type BlockDevice struct {
+	DeviceName          string
+	SizeGiB             int32
+	VolumeType          string
+	IOPS, Throughput    int32
+	Encrypted           bool
+	KMSKeyID            string
+	DeleteOnTermination bool
 }
 
 // LaunchTemplate is a launch template the provider created for this cluster.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -19,6 +21,7 @@ import (
 	k8stestutil "k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	cloudfake "github.com/tailor-eks/tailor/pkg/cloud/fake"
@@ -501,5 +504,27 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: it never came", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The pool's tags go on the instance under Tailor's own (Name included), and its launch
+// settings reach the request as the cloud takes them.
+func TestLaunchCarriesThePoolsSettings(t *testing.T) {
+	cl := recorded("tagged")
+	h := newHarness(t, []*v1alpha1.Claim{cl}, nil, nil)
+	pool := &h.c.Args.Pools[0]
+	pool.Tags = map[string]string{"team": "ml", "Name": "mine"}
+	pool.BlockDeviceMappings = []config.BlockDeviceMapping{{DeviceName: "/dev/xvda", VolumeSize: resource.MustParse("100Gi"), VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}
+	pool.MetadataOptions = config.MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 2}
+	h.c.launch(context.Background(), cl)
+	live := slices.Collect(maps.Values(h.live(t)))
+	if len(live) != 1 || live[0].Tags["team"] != "ml" || live[0].Tags["Name"] != "tagged" || live[0].Tags[v1alpha1.TagClaim] != "tagged" {
+		t.Errorf("instances %+v, want one tagged team=ml under Tailor's Name and claim tags", live)
+	}
+	got := launchSettings(pool)
+	want := cloud.LaunchSettings{HTTPTokens: "required", HopLimit: 2,
+		BlockDevices: []cloud.BlockDevice{{DeviceName: "/dev/xvda", SizeGiB: 100, VolumeType: "gp3", Encrypted: true, DeleteOnTermination: true}}}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Errorf("launch settings %+v, want %+v", got, want)
 	}
 }

@@ -40,8 +40,9 @@ func (c *Controller) createInstance(ctx context.Context, cl *v1alpha1.Claim) (*c
 		SecurityGroupIDs: req.SecurityGroupIDs,
 		NodeLabels:       nodeshape.NodeLabels(pool, cl.Spec.CapacityType),
 		NodeTaints:       nodeshape.RegistrationTaints(pool),
-		Tags:             nodeshape.Tags(c.Args.ClusterName, pool.Name, cl.Name),
+		Tags:             nodeshape.InstanceTags(c.Args.ClusterName, pool, cl.Name),
 		TemplateTags:     nodeshape.TemplateTags(pool),
+		Settings:         launchSettings(pool),
 	})
 	if err != nil {
 		var noCapacity []cloud.OfferingError
@@ -132,4 +133,19 @@ func offeringErrors(errs []cloud.OfferingError) string {
 		return strings.Join(msgs, "; ")
 	}
 	return fmt.Sprintf("%s; and %d more", strings.Join(msgs[:maxOfferingErrors], "; "), len(msgs)-maxOfferingErrors)
+}
+
+// launchSettings are the pool's launch settings as the cloud takes them.
+func launchSettings(pool *config.Pool) cloud.LaunchSettings {
+	s := cloud.LaunchSettings{
+		HTTPTokens: pool.MetadataOptions.HTTPTokens, HopLimit: pool.MetadataOptions.HTTPPutResponseHopLimit,
+		IMDSIPv6: pool.MetadataOptions.HTTPProtocolIPv6, DetailedMonitoring: pool.DetailedMonitoring,
+	}
+	for _, b := range pool.BlockDeviceMappings {
+		s.BlockDevices = append(s.BlockDevices, cloud.BlockDevice{
+			DeviceName: b.DeviceName, SizeGiB: int32(b.VolumeSize.Value() >> 30), VolumeType: b.VolumeType,
+			IOPS: b.IOPS, Throughput: b.Throughput, Encrypted: b.Encrypted, KMSKeyID: b.KMSKeyID, DeleteOnTermination: b.DeleteOnTermination,
+		})
+	}
+	return s
 }

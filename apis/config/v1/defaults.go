@@ -9,10 +9,13 @@ import (
 
 // Defaults users can rely on; the README and the example profile cite them.
 const (
-	DefaultAMI                 = "al2023"
-	DefaultBatchIdleDuration   = 100 * time.Millisecond
-	DefaultBatchMaxDuration    = time.Second
-	DefaultRegistrationTimeout = 15 * time.Minute
+	DefaultAMI                           = "al2023"
+	DefaultVolumeType                    = "gp3"
+	DefaultHTTPTokens                    = "required"
+	DefaultHTTPPutResponseHopLimit int32 = 1
+	DefaultBatchIdleDuration             = 100 * time.Millisecond
+	DefaultBatchMaxDuration              = time.Second
+	DefaultRegistrationTimeout           = 15 * time.Minute
 
 	DefaultConsolidationInterval                = 15 * time.Second
 	DefaultConsolidationMinSavingsPercent int32 = 10
@@ -59,6 +62,24 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 		}
 		if p.AMI == nil {
 			p.AMI = ptr.To(DefaultAMI)
+		}
+		for j := range p.BlockDeviceMappings {
+			b := &p.BlockDeviceMappings[j]
+			if b.VolumeType == nil {
+				b.VolumeType = ptr.To(DefaultVolumeType)
+			}
+			if b.Encrypted == nil {
+				b.Encrypted = ptr.To(true)
+			}
+			if b.DeleteOnTermination == nil {
+				b.DeleteOnTermination = ptr.To(true)
+			}
+		}
+		if p.MetadataOptions.HTTPTokens == nil {
+			p.MetadataOptions.HTTPTokens = ptr.To(DefaultHTTPTokens)
+		}
+		if p.MetadataOptions.HTTPPutResponseHopLimit == nil {
+			p.MetadataOptions.HTTPPutResponseHopLimit = ptr.To(DefaultHTTPPutResponseHopLimit)
 		}
 		d := &p.Disruption
 		if d.ConsolidationPolicy == "" {

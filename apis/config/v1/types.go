@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -90,10 +91,53 @@ type Pool struct {
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on nodes at registration and removed by another agent.
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
+	// BlockDeviceMappings replace the image family's volumes (AL2023: a 20 GiB gp3 root on
+	// /dev/xvda; Bottlerocket: a 4 GiB OS volume on /dev/xvda and a 20 GiB data volume on
+	// /dev/xvdb). Empty keeps them.
+	BlockDeviceMappings []BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+	// MetadataOptions are the instances' IMDS settings. Defaults: httpTokens required,
+	// httpPutResponseHopLimit 1, no IPv6 endpoint.
+	MetadataOptions MetadataOptions `json:"metadataOptions,omitempty"`
+	// Tags go on the instances, their volumes and network interfaces, and the pool's launch
+	// templates. Keys Tailor or EKS use (kubernetes.io/cluster/*, tailor.dev/*, eks:*, aws:*)
+	// are refused.
+	Tags map[string]string `json:"tags,omitempty"`
+	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring of the instances.
+	DetailedMonitoring bool `json:"detailedMonitoring,omitempty"`
 	// Limits caps the total cpu and memory of the pool's nodes.
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 	// Disruption says when Tailor may take the pool's nodes away.
 	Disruption Disruption `json:"disruption,omitempty"`
+}
+
+// BlockDeviceMapping is one EBS volume of a pool's instances.
+type BlockDeviceMapping struct {
+	// DeviceName is the device, such as /dev/xvda (the root of AL2023 and Bottlerocket's OS
+	// volume) or /dev/xvdb (Bottlerocket's data volume, where images and pods live).
+	DeviceName string `json:"deviceName"`
+	// VolumeSize is the volume's size, a quantity such as 100Gi (whole GiB, at most 64Ti).
+	VolumeSize resource.Quantity `json:"volumeSize"`
+	// VolumeType is gp3 (default), gp2, io1, io2, st1, sc1 or standard.
+	VolumeType *string `json:"volumeType,omitempty"`
+	// IOPS (gp3, io1, io2) and Throughput in MiB/s (gp3); 0 leaves EC2's default.
+	IOPS       int32 `json:"iops,omitempty"`
+	Throughput int32 `json:"throughput,omitempty"`
+	// Encrypted defaults to true; KMSKeyID (an ARN) defaults to the account's EBS key.
+	Encrypted *bool  `json:"encrypted,omitempty"`
+	KMSKeyID  string `json:"kmsKeyID,omitempty"`
+	// DeleteOnTermination defaults to true.
+	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
+}
+
+// MetadataOptions are IMDS settings.
+type MetadataOptions struct {
+	// HTTPTokens is required (IMDSv2 only, the default) or optional.
+	HTTPTokens *string `json:"httpTokens,omitempty"`
+	// HTTPPutResponseHopLimit (1-64, default 1) is how far IMDS answers reach: 1 keeps pods on
+	// the node's network from the node role's credentials; 2 lets them reach it.
+	HTTPPutResponseHopLimit *int32 `json:"httpPutResponseHopLimit,omitempty"`
+	// HTTPProtocolIPv6 enables IMDS's IPv6 endpoint (default false).
+	HTTPProtocolIPv6 bool `json:"httpProtocolIPv6,omitempty"`
 }
 
 // Disruption says when Tailor may take a pool's nodes away.

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -234,6 +235,7 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	}
 	errs = append(errs, validateTaints(path.Child("taints"), p.Taints)...)
 	errs = append(errs, validateTaints(path.Child("startupTaints"), p.StartupTaints)...)
+	errs = append(errs, validateLaunchSettings(path, p)...)
 	for name, q := range p.Limits {
 		lp := path.Child("limits").Key(string(name))
 		if !limitNames.Has(name) {
@@ -378,6 +380,73 @@ func validateTaints(path *field.Path, taints []corev1.Taint) field.ErrorList {
 		}
 		if !taintEffects.Has(string(t.Effect)) {
 			errs = append(errs, field.NotSupported(tp.Child("effect"), t.Effect, sets.List(taintEffects)))
+		}
+	}
+	return errs
+}
+
+// Launch settings of a pool (see config.Pool).
+var (
+	deviceNamePattern = regexp.MustCompile(`^/dev/(sd|xvd)[a-z]{1,2}$`)
+	kmsKeyPattern     = regexp.MustCompile(`^arn:[a-z-]+:kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.+$`)
+	volumeTypes       = sets.New("gp3", "gp2", "io1", "io2", "st1", "sc1", "standard")
+	httpTokens        = sets.New("required", "optional")
+	// Tag keys Tailor, Kubernetes and AWS own: a pool's tags must not override them (Tailor's
+	// IAM policy and its garbage collection read them).
+	reservedTagPrefixes = []string{"kubernetes.io/cluster/", "tailor.dev/", "eks:", "aws:", "karpenter.sh/"}
+)
+
+const (
+	maxVolume = 64 << 40 // EC2's largest EBS volume, 64 TiB
+	gib       = 1 << 30
+)
+
+// validateLaunchSettings checks the block devices, IMDS settings and tags of a pool.
+func validateLaunchSettings(path *field.Path, p *config.Pool) field.ErrorList {
+	var errs field.ErrorList
+	devices := sets.New[string]()
+	for i, b := range p.BlockDeviceMappings {
+		bp := path.Child("blockDeviceMappings").Index(i)
+		switch {
+		case !deviceNamePattern.MatchString(b.DeviceName):
+			errs = append(errs, field.Invalid(bp.Child("deviceName"), b.DeviceName, "must be a device name such as /dev/xvda"))
+		case devices.Has(b.DeviceName):
+			errs = append(errs, field.Duplicate(bp.Child("deviceName"), b.DeviceName))
+		}
+		devices.Insert(b.DeviceName)
+		if size := b.VolumeSize.Value(); size < gib || size > maxVolume || size%gib != 0 {
+			errs = append(errs, field.Invalid(bp.Child("volumeSize"), b.VolumeSize.String(), "must be whole GiB from 1Gi to 64Ti"))
+		}
+		if !volumeTypes.Has(b.VolumeType) {
+			errs = append(errs, field.NotSupported(bp.Child("volumeType"), b.VolumeType, sets.List(volumeTypes)))
+		}
+		if b.IOPS != 0 && (b.VolumeType != "gp3" && b.VolumeType != "io1" && b.VolumeType != "io2" || b.IOPS < 100 || b.IOPS > 256000) {
+			errs = append(errs, field.Invalid(bp.Child("iops"), b.IOPS, "only gp3, io1 and io2 take iops, from 100 to 256000"))
+		}
+		if b.Throughput != 0 && (b.VolumeType != "gp3" || b.Throughput < 125 || b.Throughput > 2000) {
+			errs = append(errs, field.Invalid(bp.Child("throughput"), b.Throughput, "only gp3 takes throughput, from 125 to 2000 MiB/s"))
+		}
+		if b.KMSKeyID != "" && (!b.Encrypted || !kmsKeyPattern.MatchString(b.KMSKeyID)) {
+			errs = append(errs, field.Invalid(bp.Child("kmsKeyID"), b.KMSKeyID, "must be a KMS key or alias ARN, on an encrypted volume"))
+		}
+	}
+	mo := path.Child("metadataOptions")
+	if !httpTokens.Has(p.MetadataOptions.HTTPTokens) {
+		errs = append(errs, field.NotSupported(mo.Child("httpTokens"), p.MetadataOptions.HTTPTokens, sets.List(httpTokens)))
+	}
+	if h := p.MetadataOptions.HTTPPutResponseHopLimit; h < 1 || h > 64 {
+		errs = append(errs, field.Invalid(mo.Child("httpPutResponseHopLimit"), h, "must be between 1 and 64"))
+	}
+	for k, v := range p.Tags {
+		tp := path.Child("tags").Key(k)
+		switch {
+		case len(k) == 0 || len(k) > 128:
+			errs = append(errs, field.Invalid(tp, k, "a tag key has 1 to 128 characters"))
+		case slices.ContainsFunc(reservedTagPrefixes, func(prefix string) bool { return strings.HasPrefix(strings.ToLower(k), prefix) }):
+			errs = append(errs, field.Forbidden(tp, fmt.Sprintf("keys starting with %s are Tailor's, Kubernetes' or AWS's", strings.Join(reservedTagPrefixes, ", "))))
+		}
+		if len(v) > 256 {
+			errs = append(errs, field.Invalid(tp, v, "a tag value has at most 256 characters"))
 		}
 	}
 	return errs

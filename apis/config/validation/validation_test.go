@@ -32,9 +32,10 @@ func validArgs() *config.TailorArgs {
 		Pools: []config.Pool{{
 			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023", InstanceProfile: "prod-node",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
-			Requirements: []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
-			Taints:       []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
-			Limits:       corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+			Requirements:    []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
+			Taints:          []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+			Limits:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
+			MetadataOptions: config.MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 1},
 			Disruption: config.Disruption{ConsolidationPolicy: config.WhenEmptyOrUnderutilized, ConsolidateAfter: metav1.Duration{Duration: 30 * time.Second},
 				Budgets: []config.Budget{{Nodes: "10%"}, {Nodes: "0", Schedule: "0 9 * * 1-5", Duration: metav1.Duration{Duration: 8 * time.Hour}}}},
 		}},
@@ -64,6 +65,28 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "bad security group id", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].SecurityGroupSelector = config.Selector{IDs: []string{"subnet-1"}}
 		}, want: []string{`args.pools[0].securityGroupSelector.ids[0]: Invalid value: "subnet-1"`}},
+		{name: "launch settings", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].BlockDeviceMappings = []config.BlockDeviceMapping{{DeviceName: "/dev/xvda", VolumeSize: resource.MustParse("100Gi"), VolumeType: "gp3",
+				IOPS: 6000, Throughput: 250, Encrypted: true, KMSKeyID: "arn:aws:kms:us-east-1:123456789012:key/abcd", DeleteOnTermination: true}}
+			a.Pools[0].MetadataOptions = config.MetadataOptions{HTTPTokens: "optional", HTTPPutResponseHopLimit: 2, HTTPProtocolIPv6: true}
+			a.Pools[0].Tags = map[string]string{"team": "ml", "cost-center": "42"}
+		}},
+		{name: "bad block devices", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].BlockDeviceMappings = []config.BlockDeviceMapping{
+				{DeviceName: "xvda", VolumeSize: resource.MustParse("500Mi"), VolumeType: "gp4"},
+				{DeviceName: "/dev/xvdb", VolumeSize: resource.MustParse("10Gi"), VolumeType: "gp2", IOPS: 3000, Throughput: 200},
+				{DeviceName: "/dev/xvdb", VolumeSize: resource.MustParse("10Gi"), VolumeType: "gp3", KMSKeyID: "my-key", Encrypted: true},
+			}
+		}, want: []string{"args.pools[0].blockDeviceMappings[0].deviceName: Invalid value", "args.pools[0].blockDeviceMappings[0].volumeSize: Invalid value: \"500Mi\"",
+			"args.pools[0].blockDeviceMappings[0].volumeType: Unsupported value: \"gp4\"", "args.pools[0].blockDeviceMappings[1].iops: Invalid value: 3000",
+			"args.pools[0].blockDeviceMappings[1].throughput: Invalid value: 200", "args.pools[0].blockDeviceMappings[2].deviceName: Duplicate value",
+			"args.pools[0].blockDeviceMappings[2].kmsKeyID: Invalid value"}},
+		{name: "bad metadata options", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].MetadataOptions = config.MetadataOptions{HTTPTokens: "maybe", HTTPPutResponseHopLimit: 65}
+		}, want: []string{`args.pools[0].metadataOptions.httpTokens: Unsupported value: "maybe"`, "args.pools[0].metadataOptions.httpPutResponseHopLimit: Invalid value: 65"}},
+		{name: "Tailor's tags", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Tags = map[string]string{"tailor.dev/claim": "x", "kubernetes.io/cluster/other": "owned"}
+		}, want: []string{"args.pools[0].tags[tailor.dev/claim]: Forbidden", "args.pools[0].tags[kubernetes.io/cluster/other]: Forbidden"}},
 		{name: "rebalance replaces", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = config.RebalanceReplace }},
 		{name: "bad rebalance setting", mutate: func(a *config.TailorArgs) { a.RebalanceRecommendations = "Drain" }, want: []string{`args.rebalanceRecommendations: Unsupported value: "Drain"`}},
 		{name: "no instance profile", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceProfile = "" }, want: []string{"args.pools[0].instanceProfile: Required value"}},

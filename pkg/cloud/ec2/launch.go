@@ -134,7 +134,7 @@ func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.Instan
 			tmpls = append(tmpls, templateSpec{
 				family: family, imageID: imageID, profile: req.InstanceProfile,
 				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
-				capacityType: req.CapacityType, tags: tags,
+				capacityType: req.CapacityType, tags: tags, settings: req.Settings,
 			})
 		}
 		overrideGroup[i] = g
@@ -435,6 +435,8 @@ type templateSpec struct {
 	capacityType cloud.CapacityType
 	// tags go on the template and on what launches from it create (ownership tags included).
 	tags map[string]string
+	// settings are the pool's launch settings.
+	settings cloud.LaunchSettings
 }
 
 // templateRef is a launch template that exists: its ID and the version to launch.
@@ -450,6 +452,9 @@ func (p *Provider) templateName(t templateSpec) string {
 	if p.ipv6() {
 		// Its templates carry an IPv6 interface: a template made before they did is not one.
 		parts = append(parts, "ipv6")
+	}
+	if k := settingsKey(t.settings); k != "" {
+		parts = append(parts, k) // the defaults add nothing: templates made before keep their names
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.tags)) {
 		parts = append(parts, k+"="+t.tags[k])
@@ -478,14 +483,12 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (template
 		UserData:         aws.String(base64.StdEncoding.EncodeToString([]byte(t.userData))),
 		// IMDSv2 only, one hop (pods cannot reach it through the node), and no instance tags in
 		// the metadata: the tags are Tailor's bookkeeping, not the workload's business.
-		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
-			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
-			HttpTokens:              ec2types.LaunchTemplateHttpTokensStateRequired,
-			HttpPutResponseHopLimit: aws.Int32(1),
-			InstanceMetadataTags:    ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
-		},
-		BlockDeviceMappings: blockDevices(t.family),
+		MetadataOptions:     metadataOptions(t.settings),
+		BlockDeviceMappings: blockDevices(t.family, t.settings.BlockDevices),
 		TagSpecifications:   templateTagSpecs(t),
+	}
+	if t.settings.DetailedMonitoring {
+		data.Monitoring = &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(true)}
 	}
 	if p.ipv6() {
 		// An IPv6 cluster's nodes need an IPv6 address on their primary interface, its primary
@@ -535,8 +538,68 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (template
 	return ref, nil
 }
 
-// blockDevices are the root (and Bottlerocket data) volumes of the alias families.
-func blockDevices(family string) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+// metadataOptions are the template's IMDS settings: by default IMDSv2 only, one hop (pods
+// cannot reach it through the node), and never instance tags in the metadata (the tags are
+// Tailor's bookkeeping, not the workload's business).
+func metadataOptions(s cloud.LaunchSettings) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+	tokens, hops, v6 := normalizedIMDS(s)
+	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+		HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled,
+		HttpTokens:              ec2types.LaunchTemplateHttpTokensState(tokens),
+		HttpPutResponseHopLimit: aws.Int32(hops),
+		InstanceMetadataTags:    ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
+	}
+	if v6 {
+		out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Enabled
+	}
+	return out
+}
+
+// normalizedIMDS are the IMDS settings with the defaults filled in.
+func normalizedIMDS(s cloud.LaunchSettings) (tokens string, hops int32, v6 bool) {
+	tokens, hops = s.HTTPTokens, s.HopLimit
+	if tokens == "" {
+		tokens = string(ec2types.LaunchTemplateHttpTokensStateRequired)
+	}
+	if hops == 0 {
+		hops = 1
+	}
+	return tokens, hops, s.IMDSIPv6
+}
+
+// settingsKey names launch settings other than the defaults for a template's name ("" for the
+// defaults).
+func settingsKey(s cloud.LaunchSettings) string {
+	tokens, hops, v6 := normalizedIMDS(s)
+	if len(s.BlockDevices) == 0 && tokens == string(ec2types.LaunchTemplateHttpTokensStateRequired) && hops == 1 && !v6 && !s.DetailedMonitoring {
+		return ""
+	}
+	return fmt.Sprintf("%s|%d|%t|%t|%+v", tokens, hops, v6, s.DetailedMonitoring, s.BlockDevices)
+}
+
+// blockDevices are the pool's volumes, or else the root (and Bottlerocket data) volumes of the
+// alias families.
+func blockDevices(family string, pool []cloud.BlockDevice) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	if len(pool) > 0 {
+		out := make([]ec2types.LaunchTemplateBlockDeviceMappingRequest, 0, len(pool))
+		for _, b := range pool {
+			ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: aws.Int32(b.SizeGiB), VolumeType: ec2types.VolumeType(b.VolumeType),
+				Encrypted: aws.Bool(b.Encrypted), DeleteOnTermination: aws.Bool(b.DeleteOnTermination),
+			}
+			if b.IOPS > 0 {
+				ebs.Iops = aws.Int32(b.IOPS)
+			}
+			if b.Throughput > 0 {
+				ebs.Throughput = aws.Int32(b.Throughput)
+			}
+			if b.KMSKeyID != "" {
+				ebs.KmsKeyId = aws.String(b.KMSKeyID)
+			}
+			out = append(out, ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: aws.String(b.DeviceName), Ebs: ebs})
+		}
+		return out
+	}
 	vol := func(dev string, gib int32) ec2types.LaunchTemplateBlockDeviceMappingRequest {
 		return ec2types.LaunchTemplateBlockDeviceMappingRequest{
 			DeviceName: aws.String(dev),

@@ -222,3 +222,46 @@ func TestIPv6Templates(t *testing.T) {
 		})
 	}
 }
+
+// A pool's launch settings reach the launch template as EC2 takes them; the defaults keep the
+// template (and its name) as it was.
+func TestLaunchSettingsInTheTemplate(t *testing.T) {
+	e := newEnv(t)
+	a := e.subnet(t, e.sim.Zones()[0])
+	launch := func(token string, s cloud.LaunchSettings) url.Values {
+		t.Helper()
+		req := e.request(t, token, cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a})
+		req.Settings = s
+		if res, err := e.p.Launch(testCtx(t), req); err != nil || res.Instance == nil {
+			t.Fatalf("%+v %v", res, err)
+		}
+		lts := e.sim.LaunchTemplates()
+		return lts[len(lts)-1].Data
+	}
+	defaults := launch("c-default", cloud.LaunchSettings{HTTPTokens: "required", HopLimit: 1})
+	for k, want := range map[string]string{
+		"BlockDeviceMapping.1.DeviceName": "/dev/xvda", "BlockDeviceMapping.1.Ebs.VolumeSize": "20", "BlockDeviceMapping.1.Ebs.VolumeType": "gp3",
+		"MetadataOptions.HttpTokens": "required", "MetadataOptions.HttpPutResponseHopLimit": "1", "MetadataOptions.HttpProtocolIpv6": "", "Monitoring.Enabled": "",
+	} {
+		if got := defaults.Get(k); got != want {
+			t.Errorf("defaults: %s = %q, want %q", k, got, want)
+		}
+	}
+	custom := launch("c-custom", cloud.LaunchSettings{HTTPTokens: "optional", HopLimit: 2, IMDSIPv6: true, DetailedMonitoring: true,
+		BlockDevices: []cloud.BlockDevice{{DeviceName: "/dev/xvda", SizeGiB: 100, VolumeType: "gp3", IOPS: 6000, Throughput: 250,
+			Encrypted: true, KMSKeyID: "arn:aws:kms:us-east-1:123456789012:key/abcd", DeleteOnTermination: true}}})
+	if n := len(e.sim.LaunchTemplates()); n != 2 {
+		t.Fatalf("%d launch templates, want one per set of settings", n)
+	}
+	for k, want := range map[string]string{
+		"BlockDeviceMapping.1.DeviceName": "/dev/xvda", "BlockDeviceMapping.1.Ebs.VolumeSize": "100", "BlockDeviceMapping.1.Ebs.Iops": "6000",
+		"BlockDeviceMapping.1.Ebs.Throughput": "250", "BlockDeviceMapping.1.Ebs.KmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/abcd",
+		"BlockDeviceMapping.1.Ebs.Encrypted": "true", "BlockDeviceMapping.1.Ebs.DeleteOnTermination": "true", "BlockDeviceMapping.2.DeviceName": "",
+		"MetadataOptions.HttpTokens": "optional", "MetadataOptions.HttpPutResponseHopLimit": "2", "MetadataOptions.HttpProtocolIpv6": "enabled",
+		"MetadataOptions.InstanceMetadataTags": "disabled", "Monitoring.Enabled": "true",
+	} {
+		if got := custom.Get(k); got != want {
+			t.Errorf("custom: %s = %q, want %q", k, got, want)
+		}
+	}
+}
