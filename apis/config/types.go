@@ -187,7 +187,8 @@ func (p *Pool) LaunchHash() string {
 		p.AMI, p.InstanceProfile, p.Labels, p.Taints, p.StartupTaints}
 	// Launch settings added later hash only when set, so a pool without them keeps the
 	// fingerprint its nodes launched under (and does not drift on upgrade).
-	if len(p.BlockDeviceMappings) > 0 || p.MetadataOptions != (MetadataOptions{}) || len(p.Tags) > 0 || p.DetailedMonitoring {
+	defaultIMDS := p.MetadataOptions == (MetadataOptions{}) || p.MetadataOptions == (MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 1})
+	if len(p.BlockDeviceMappings) > 0 || !defaultIMDS || len(p.Tags) > 0 || p.DetailedMonitoring {
 		parts = append(parts, p.BlockDeviceMappings, p.MetadataOptions, p.Tags, p.DetailedMonitoring)
 	}
 	b, _ := json.Marshal(parts)

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// A pool that leaves the launch settings added after its nodes launched at their defaults keeps
+// the fingerprint those nodes carry (no drift on upgrade); setting any of them changes it.
+func TestLaunchHashKeepsOldFingerprints(t *testing.T) {
+	base := Pool{Name: "general", CapacityTypes: []string{"on-demand"}, AMI: "al2023", InstanceProfile: "node"}
+	b, _ := json.Marshal([]any{base.Requirements, base.CapacityTypes, base.Zones, base.SubnetSelector, base.SecurityGroupSelector,
+		base.AMI, base.InstanceProfile, base.Labels, base.Taints, base.StartupTaints})
+	sum := sha256.Sum256(b)
+	before := hex.EncodeToString(sum[:8]) // the fingerprint as computed before the launch settings
+	for _, tt := range []struct {
+		name    string
+		mutate  func(*Pool)
+		drifted bool
+	}{
+		{name: "nothing set", mutate: func(*Pool) {}},
+		{name: "IMDS defaults", mutate: func(p *Pool) { p.MetadataOptions = MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 1} }},
+		{name: "hop limit 2", mutate: func(p *Pool) { p.MetadataOptions = MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 2} }, drifted: true},
+		{name: "tags", mutate: func(p *Pool) { p.Tags = map[string]string{"team": "ml"} }, drifted: true},
+		{name: "monitoring", mutate: func(p *Pool) { p.DetailedMonitoring = true }, drifted: true},
+		{name: "volumes", mutate: func(p *Pool) {
+			p.BlockDeviceMappings = []BlockDeviceMapping{{DeviceName: "/dev/xvda", VolumeSize: resource.MustParse("100Gi"), VolumeType: "gp3"}}
+		}, drifted: true},
+	} {
+		p := base
+		tt.mutate(&p)
+		if got := p.LaunchHash() != before; got != tt.drifted {
+			t.Errorf("%s: fingerprint changed %v, want %v", tt.name, got, tt.drifted)
+		}
+	}
+}
