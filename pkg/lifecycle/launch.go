@@ -400,20 +400,12 @@ func (c *Controller) recordFailed(ctx context.Context, cl *v1alpha1.Claim, err e
 	case werr != nil:
 		logger.Error(werr, "Cannot mark claim failed; it will be resumed")
 	case updated != nil:
-		c.Recorder.Eventf(eventTarget(updated), nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "launch failed (%s), pods planned again at %s: %v",
+		c.Recorder.Eventf(updated, nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "launch failed (%s), pods planned again at %s: %v",
 			failureKind(err, offeringErrs), retryAt.UTC().Format(time.RFC3339), err)
 		for _, p := range c.Demand.Waiting(updated) {
 			c.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provisioning", "claim %s: launch failed: %v", cl.Name, err)
 		}
 	}
-}
-
-// eventTarget is the claim with its kind set, for an event about it: a claim from the API has
-// none, and the scheduler's event recorder cannot look Claim up in its scheme.
-func eventTarget(cl *v1alpha1.Claim) *v1alpha1.Claim {
-	out := cl.DeepCopy()
-	out.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Claim"))
-	return out
 }
 
 // failureKind names what failed a launch for its event: "insufficient capacity" when offerings

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	utilversion "k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/klog/v2"
 )
@@ -39,13 +38,13 @@ type Source interface {
 // Minor checks the API server's version info and returns its "1.N": an error, naming both
 // versions, for a control plane Tailor cannot run against.
 func Minor(info *version.Info) (string, error) {
-	major, minor, err := majorMinor(info)
+	major, minor, shown, err := majorMinor(info)
 	if err != nil {
 		return "", err
 	}
 	if major != 1 || minor < MinMinor {
 		return "", fmt.Errorf("the API server is Kubernetes %s, older than this Tailor (kube-scheduler 1.%d) supports: it needs EKS 1.%d or newer; upgrade the cluster or install a Tailor release built for it",
-			shown(info), MinMinor, MinMinor)
+			shown, MinMinor, MinMinor)
 	}
 	return fmt.Sprintf("%d.%d", major, minor), nil
 }
@@ -53,25 +52,17 @@ func Minor(info *version.Info) (string, error) {
 // majorMinor reads the version from GitVersion (v1.34.2-eks-b707fbb) when it is a release's, else
 // from the Major and Minor fields: an API server built without release stamps (the test control
 // plane's, a development build) reports v0.0.0-master there but its binary version in the fields,
-// which some providers suffix with "+".
-func majorMinor(info *version.Info) (int, int, error) {
+// which some providers suffix with "+". shown is the version to name in a message.
+func majorMinor(info *version.Info) (major, minor int, shown string, err error) {
 	if v, err := utilversion.ParseGeneric(info.GitVersion); err == nil && v.Major() > 0 {
-		return int(v.Major()), int(v.Minor()), nil
+		return int(v.Major()), int(v.Minor()), info.GitVersion, nil
 	}
 	major, errMajor := strconv.Atoi(strings.TrimSuffix(info.Major, "+"))
 	minor, errMinor := strconv.Atoi(strings.TrimSuffix(info.Minor, "+"))
 	if errMajor != nil || errMinor != nil {
-		return 0, 0, fmt.Errorf("the API server reports version %q (major %q, minor %q), which does not parse", info.GitVersion, info.Major, info.Minor)
+		return 0, 0, "", fmt.Errorf("the API server reports version %q (major %q, minor %q), which does not parse", info.GitVersion, info.Major, info.Minor)
 	}
-	return major, minor, nil
-}
-
-// shown is the version to name in a message: the release's, else major.minor.
-func shown(info *version.Info) string {
-	if v, err := utilversion.ParseGeneric(info.GitVersion); err == nil && v.Major() > 0 {
-		return info.GitVersion
-	}
-	return info.Major + "." + info.Minor
+	return major, minor, info.Major + "." + info.Minor, nil
 }
 
 // Follower knows the control plane's minor version, read at start and every pollInterval.
@@ -111,7 +102,17 @@ func (f *Follower) Current() string {
 // one Tailor cannot run against, keeps the last one (the running scheduler says so in its log).
 func (f *Follower) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	wait.UntilWithContext(ctx, func(context.Context) { f.refresh(logger) }, pollInterval)
+	// Start has just read it: the first read is one interval on.
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			f.refresh(logger)
+		}
+	}
 }
 
 func (f *Follower) refresh(logger klog.Logger) {
