@@ -79,7 +79,7 @@ type Pool struct {
 	// lower-weight pool is cheaper.
 	Weight int32
 	// Requirements restrict instance types and offerings by well-known and Tailor labels.
-	Requirements []corev1.NodeSelectorRequirement
+	Requirements []Requirement
 	// CapacityTypes the pool may buy: on-demand, spot.
 	CapacityTypes []string
 	// Zones restricts the pool to these availability zones. Empty means every zone with a subnet.
@@ -109,10 +109,60 @@ type Pool struct {
 	Tags map[string]string
 	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring.
 	DetailedMonitoring bool
+	// Kubelet configures the nodes' kubelets; the planner counts with the allocatable it gives.
+	Kubelet Kubelet
 	// Limits caps the total resources (cpu, memory) of the pool's nodes, in flight or running.
 	Limits corev1.ResourceList
 	// Disruption says when Tailor may take the pool's nodes away.
 	Disruption Disruption
+}
+
+// Requirement is a node selector requirement with, optionally, how many distinct values of its
+// key the instance types a claim offers EC2 must span.
+type Requirement struct {
+	corev1.NodeSelectorRequirement
+	// MinValues (0: no minimum) is the number of distinct values of Key among a claim's types.
+	MinValues int32 `json:"minValues,omitempty"`
+}
+
+// Kubelet is the kubelet configuration of a pool's nodes. Zero values leave the image's defaults.
+type Kubelet struct {
+	// MaxPods caps the pods of a node; 0 derives it by MaxPodsPolicy.
+	MaxPods int32
+	// MaxPodsPolicy derives the pod limit from the type's network interfaces: ENI (one pod per
+	// secondary IPv4 address) or PrefixDelegation (VPC CNI prefix delegation: /28 prefixes).
+	MaxPodsPolicy string
+	// PodsPerCore caps the pods of a node at this many per vCPU (0: no cap).
+	PodsPerCore int32
+	// SystemReserved and KubeReserved (cpu, memory, ephemeral-storage) replace the image's
+	// reservations of those resources.
+	SystemReserved corev1.ResourceList
+	KubeReserved   corev1.ResourceList
+	// EvictionHard and EvictionSoft map eviction signals (memory.available, nodefs.available,
+	// nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available) to thresholds (a
+	// quantity or a percentage); EvictionHard overrides the image's hard thresholds signal by
+	// signal.
+	EvictionHard            map[string]string
+	EvictionSoft            map[string]string
+	EvictionSoftGracePeriod map[string]metav1.Duration
+	// EvictionMaxPodGracePeriod (seconds) caps the grace period of pods evicted by a soft threshold.
+	EvictionMaxPodGracePeriod int32
+	// ClusterDNS are the DNS server addresses pods are given (empty: the cluster's DNS service).
+	ClusterDNS []string
+}
+
+// Max pods policies (Kubelet.MaxPodsPolicy).
+const (
+	MaxPodsENI              = "ENI"
+	MaxPodsPrefixDelegation = "PrefixDelegation"
+)
+
+// Empty says whether the settings are all the image's defaults.
+func (k *Kubelet) Empty() bool {
+	return k.MaxPods == 0 && (k.MaxPodsPolicy == "" || k.MaxPodsPolicy == MaxPodsENI) && k.PodsPerCore == 0 &&
+		len(k.SystemReserved) == 0 && len(k.KubeReserved) == 0 && len(k.EvictionHard) == 0 &&
+		len(k.EvictionSoft) == 0 && len(k.EvictionSoftGracePeriod) == 0 && k.EvictionMaxPodGracePeriod == 0 &&
+		len(k.ClusterDNS) == 0
 }
 
 // BlockDeviceMapping is one EBS volume of the pool's instances.
@@ -190,6 +240,9 @@ func (p *Pool) LaunchHash() string {
 	defaultIMDS := p.MetadataOptions == (MetadataOptions{}) || p.MetadataOptions == (MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 1})
 	if len(p.BlockDeviceMappings) > 0 || !defaultIMDS || len(p.Tags) > 0 || p.DetailedMonitoring {
 		parts = append(parts, p.BlockDeviceMappings, p.MetadataOptions, p.Tags, p.DetailedMonitoring)
+	}
+	if !p.Kubelet.Empty() {
+		parts = append(parts, p.Kubelet)
 	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)

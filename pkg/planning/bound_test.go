@@ -21,8 +21,8 @@ import (
 // per-resource split did, ~40% low on mixed workloads), or splits a pod across nodes; higher,
 // it is no bound.
 func TestLowerBoundOneShape(t *testing.T) {
-	amd64 := config.Pool{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{
-		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}
+	amd64 := config.Pool{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []config.Requirement{
+		{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}
 	tests := []struct {
 		name, cpu, mem string
 		n              int

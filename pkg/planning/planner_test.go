@@ -33,7 +33,7 @@ func testTypes() []cloud.InstanceType {
 func testPlanner(t *testing.T, pools ...config.Pool) *Planner {
 	t.Helper()
 	if len(pools) == 0 {
-		pools = []config.Pool{{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}}}}}
+		pools = []config.Pool{{Name: "default", CapacityTypes: []string{"on-demand"}, Requirements: []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}}}}}}
 	}
 	zones := map[string][]string{}
 	for _, p := range pools {
@@ -118,7 +118,7 @@ func TestPlan(t *testing.T) {
 func TestPoolWeightWins(t *testing.T) {
 	pools := []config.Pool{
 		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
-		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}}},
 	}
 	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod(t, "a", "100m", "128Mi", nil)})
 	if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "preferred" {
@@ -132,7 +132,7 @@ func TestPoolWeightWins(t *testing.T) {
 func TestClosedPoolHandsItsPodsToTheNextByWeight(t *testing.T) {
 	pools := []config.Pool{
 		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
-		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}}},
 	}
 	const full = "pool preferred is at its cpu limit"
 	for _, tc := range []struct {
@@ -246,7 +246,7 @@ func TestFitOnto(t *testing.T) {
 func TestPoolWeightFallsBackForBigPods(t *testing.T) {
 	pools := []config.Pool{
 		{Name: "cheap", Weight: 1, CapacityTypes: []string{"on-demand"}},
-		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}},
+		{Name: "preferred", Weight: 50, CapacityTypes: []string{"on-demand"}, Requirements: []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}}}}},
 	}
 	plan := testPlanner(t, pools...).Plan(context.Background(), []*Pod{pod(t, "big", "6", "8Gi", nil)})
 	if len(plan.Unschedulable) != 0 || len(plan.Nodes) != 1 || plan.Nodes[0].Template.Pool.Name != "cheap" {

@@ -93,7 +93,10 @@ type typeShape struct {
 }
 
 func poolSelector(pool *config.Pool) (*nodeaffinity.NodeSelector, error) {
-	reqs := append([]corev1.NodeSelectorRequirement(nil), pool.Requirements...)
+	reqs := make([]corev1.NodeSelectorRequirement, 0, len(pool.Requirements))
+	for _, r := range pool.Requirements {
+		reqs = append(reqs, r.NodeSelectorRequirement)
+	}
 	if len(reqs) == 0 {
 		reqs = []corev1.NodeSelectorRequirement{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpExists}}
 	}

@@ -13,6 +13,7 @@ const (
 	DefaultVolumeType                    = "gp3"
 	DefaultHTTPTokens                    = "required"
 	DefaultHTTPPutResponseHopLimit int32 = 1
+	DefaultMaxPodsPolicy                 = "ENI"
 	DefaultBatchIdleDuration             = 100 * time.Millisecond
 	DefaultBatchMaxDuration              = time.Second
 	DefaultRegistrationTimeout           = 15 * time.Minute
@@ -80,6 +81,9 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 		}
 		if p.MetadataOptions.HTTPPutResponseHopLimit == nil {
 			p.MetadataOptions.HTTPPutResponseHopLimit = ptr.To(DefaultHTTPPutResponseHopLimit)
+		}
+		if p.Kubelet.MaxPodsPolicy == nil {
+			p.Kubelet.MaxPodsPolicy = ptr.To(DefaultMaxPodsPolicy)
 		}
 		d := &p.Disruption
 		if d.ConsolidationPolicy == "" {

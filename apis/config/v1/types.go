@@ -72,7 +72,7 @@ type Pool struct {
 	// Weight orders pools (0–100): a pod goes to the highest-weight pool that can hold it.
 	Weight *int32 `json:"weight,omitempty"`
 	// Requirements over well-known and Tailor labels (In, NotIn, Exists, DoesNotExist, Gt, Lt).
-	Requirements []corev1.NodeSelectorRequirement `json:"requirements,omitempty"`
+	Requirements []Requirement `json:"requirements,omitempty"`
 	// CapacityTypes the pool may buy: on-demand, spot. Defaults to [on-demand].
 	CapacityTypes []string `json:"capacityTypes,omitempty"`
 	// Zones restricts the pool to these availability zones. Empty means every selected subnet's zone.
@@ -104,10 +104,54 @@ type Pool struct {
 	Tags map[string]string `json:"tags,omitempty"`
 	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring of the instances.
 	DetailedMonitoring bool `json:"detailedMonitoring,omitempty"`
+	// Kubelet configures the nodes' kubelets (written into their user data); the planner counts
+	// with the allocatable these settings give.
+	Kubelet Kubelet `json:"kubelet,omitempty"`
 	// Limits caps the total cpu and memory of the pool's nodes.
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 	// Disruption says when Tailor may take the pool's nodes away.
 	Disruption Disruption `json:"disruption,omitempty"`
+}
+
+// Requirement is a node selector requirement over well-known and Tailor labels.
+type Requirement struct {
+	corev1.NodeSelectorRequirement `json:",inline"`
+	// MinValues is how many distinct values of the key the instance types a claim offers EC2
+	// must span (1-50): "instance-family" with minValues 3 keeps a spot claim flexible across
+	// three families. A claim that cannot meet it is not made, and an event says why.
+	MinValues *int32 `json:"minValues,omitempty"`
+}
+
+// Kubelet is the kubelet configuration of a pool's nodes. Unset fields keep the image's defaults.
+type Kubelet struct {
+	// MaxPods caps the pods of a node (1-1000). Unset, it is derived by MaxPodsPolicy.
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// MaxPodsPolicy derives the pod limit from the instance type's network interfaces when
+	// MaxPods is unset: ENI (default; ENIs × (IPv4 addresses per ENI − 1) + 2, what the EKS AMIs
+	// use) or PrefixDelegation (the VPC CNI with ENABLE_PREFIX_DELEGATION: ENIs × (IPv4 addresses
+	// per ENI − 1) × 16 + 2, at most 110 below 30 vCPUs and 250 from 30 up, as EKS recommends).
+	MaxPodsPolicy *string `json:"maxPodsPolicy,omitempty"`
+	// PodsPerCore caps the pods of a node at this many per vCPU (0: no cap).
+	PodsPerCore int32 `json:"podsPerCore,omitempty"`
+	// SystemReserved and KubeReserved (cpu, memory, ephemeral-storage) replace the image's
+	// reservation of the resources they name; the others keep it. The EKS AMIs reserve no
+	// system resources and, for kube: CPU by core count and 11 MiB per pod + 255 MiB memory.
+	SystemReserved corev1.ResourceList `json:"systemReserved,omitempty"`
+	KubeReserved   corev1.ResourceList `json:"kubeReserved,omitempty"`
+	// EvictionHard and EvictionSoft map eviction signals (memory.available, nodefs.available,
+	// nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available) to thresholds, a
+	// quantity ("500Mi") or a percentage ("10%"). EvictionHard overrides the EKS AMI's hard
+	// thresholds (memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%) signal by
+	// signal. Every soft threshold needs a grace period.
+	EvictionHard            map[string]string          `json:"evictionHard,omitempty"`
+	EvictionSoft            map[string]string          `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
+	// EvictionMaxPodGracePeriod (seconds) caps the termination grace period of pods evicted when
+	// a soft threshold is met.
+	EvictionMaxPodGracePeriod int32 `json:"evictionMaxPodGracePeriod,omitempty"`
+	// ClusterDNS are the DNS server addresses pods are given. Empty: the cluster DNS service's
+	// address, from the service CIDR.
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
 }
 
 // BlockDeviceMapping is one EBS volume of a pool's instances.

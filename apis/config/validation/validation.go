@@ -187,7 +187,8 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("weight"), p.Weight, "must be between 0 and 100"))
 	}
 	for i, r := range p.Requirements {
-		errs = append(errs, validateRequirement(path.Child("requirements").Index(i), r)...)
+		errs = append(errs, validateRequirement(path.Child("requirements").Index(i), r.NodeSelectorRequirement)...)
+		errs = append(errs, validateMinValues(path.Child("requirements").Index(i), r)...)
 	}
 	if len(p.CapacityTypes) == 0 {
 		errs = append(errs, field.Required(path.Child("capacityTypes"), "on-demand, spot or both"))
@@ -236,6 +237,7 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	errs = append(errs, validateTaints(path.Child("taints"), p.Taints)...)
 	errs = append(errs, validateTaints(path.Child("startupTaints"), p.StartupTaints)...)
 	errs = append(errs, validateLaunchSettings(path, p)...)
+	errs = append(errs, validateKubelet(path.Child("kubelet"), &p.Kubelet)...)
 	for name, q := range p.Limits {
 		lp := path.Child("limits").Key(string(name))
 		if !limitNames.Has(name) {
@@ -337,6 +339,30 @@ func validateRequirement(path *field.Path, r corev1.NodeSelectorRequirement) fie
 		}
 	}
 	return errs
+}
+
+// maxMinValues bounds minValues: a claim offers EC2 at most 60 types (CreateFleet's overrides
+// cap), so more distinct values than that of any key cannot be offered.
+const maxMinValues = 50
+
+// validateMinValues checks a requirement's minValues: it needs a key whose values differ between
+// instance types (a claim is for one zone and one capacity type) and enough values to meet.
+func validateMinValues(path *field.Path, r config.Requirement) field.ErrorList {
+	if r.MinValues == 0 {
+		return nil
+	}
+	mp := path.Child("minValues")
+	switch {
+	case r.MinValues < 0 || r.MinValues > maxMinValues:
+		return field.ErrorList{field.Invalid(mp, r.MinValues, fmt.Sprintf("must be between 1 and %d", maxMinValues))}
+	case r.Key == corev1.LabelTopologyZone || r.Key == v1alpha1.LabelCapacityType:
+		return field.ErrorList{field.Invalid(mp, r.MinValues, "a claim launches in one zone with one capacity type: minValues counts the values of instance type labels")}
+	case r.Operator == corev1.NodeSelectorOpDoesNotExist:
+		return field.ErrorList{field.Invalid(mp, r.MinValues, "operator DoesNotExist leaves no value to count")}
+	case r.Operator == corev1.NodeSelectorOpIn && int(r.MinValues) > len(r.Values):
+		return field.ErrorList{field.Invalid(mp, r.MinValues, fmt.Sprintf("more than the %d values the requirement allows", len(r.Values)))}
+	}
+	return nil
 }
 
 func validateSelector(path *field.Path, s config.Selector, idPrefix string) field.ErrorList {

@@ -32,7 +32,8 @@ func validArgs() *config.TailorArgs {
 		Pools: []config.Pool{{
 			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023", InstanceProfile: "prod-node",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
-			Requirements:    []corev1.NodeSelectorRequirement{{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
+			Requirements:    []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}}},
+			Kubelet:         config.Kubelet{MaxPodsPolicy: config.MaxPodsENI},
 			Taints:          []corev1.Taint{{Key: "tailor.dev/spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 			Limits:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")},
 			MetadataOptions: config.MetadataOptions{HTTPTokens: "required", HTTPPutResponseHopLimit: 1},
@@ -57,8 +58,42 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "unknown requirement key", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Key = "rack" }, want: []string{`args.pools[0].requirements[0].key: Unsupported value: "rack"`}},
 		{name: "Gt needs an integer", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Values = []string{"x"} }, want: []string{"args.pools[0].requirements[0].values[0]: Invalid value"}},
 		{name: "In needs values", mutate: func(a *config.TailorArgs) {
-			a.Pools[0].Requirements[0] = corev1.NodeSelectorRequirement{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn}
+			a.Pools[0].Requirements[0].NodeSelectorRequirement = corev1.NodeSelectorRequirement{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn}
 		}, want: []string{"args.pools[0].requirements[0].values: Required value"}},
+		{name: "minValues", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Requirements = append(a.Pools[0].Requirements, config.Requirement{
+				NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-family", Operator: corev1.NodeSelectorOpExists}, MinValues: 3})
+		}},
+		{name: "bad minValues", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Requirements = []config.Requirement{
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5", "c5"}}, MinValues: 3},
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpExists}, MinValues: 2},
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpExists}, MinValues: 51},
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-size", Operator: corev1.NodeSelectorOpDoesNotExist}, MinValues: 1},
+			}
+		}, want: []string{"args.pools[0].requirements[0].minValues: Invalid value: 3: more than the 2 values", "args.pools[0].requirements[1].minValues: Invalid value: 2: a claim launches in one zone",
+			"args.pools[0].requirements[2].minValues: Invalid value: 51", "args.pools[0].requirements[3].minValues: Invalid value: 1: operator DoesNotExist"}},
+		{name: "kubelet settings", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Kubelet = config.Kubelet{MaxPods: 110, MaxPodsPolicy: config.MaxPodsPrefixDelegation, PodsPerCore: 10,
+				SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), "pid": resource.MustParse("1000")},
+				KubeReserved:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceEphemeralStorage: resource.MustParse("2Gi")},
+				EvictionHard:   map[string]string{"memory.available": "5%", "nodefs.inodesFree": "5%"},
+				EvictionSoft:   map[string]string{"memory.available": "500Mi"}, EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: time.Minute}},
+				EvictionMaxPodGracePeriod: 60, ClusterDNS: []string{"169.254.20.10", "fd00::a"}}
+		}},
+		{name: "bad kubelet settings", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Kubelet = config.Kubelet{MaxPods: -1, MaxPodsPolicy: "Prefix", PodsPerCore: -2,
+				SystemReserved: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")},
+				KubeReserved:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")},
+				EvictionHard:   map[string]string{"memory.free": "1Gi", "nodefs.available": "120%", "nodefs.inodesFree": "1000"},
+				EvictionSoft:   map[string]string{"memory.available": "1Gi"}, EvictionSoftGracePeriod: map[string]metav1.Duration{"nodefs.available": {Duration: time.Minute}},
+				EvictionMaxPodGracePeriod: -1, ClusterDNS: []string{"dns.local"}}
+		}, want: []string{"args.pools[0].kubelet.maxPods: Invalid value: -1", `args.pools[0].kubelet.maxPodsPolicy: Unsupported value: "Prefix"`,
+			"args.pools[0].kubelet.podsPerCore: Invalid value: -2", `args.pools[0].kubelet.systemReserved[pods]: Unsupported value: "pods"`,
+			"args.pools[0].kubelet.kubeReserved[cpu]: Invalid value: \"-1\"", `args.pools[0].kubelet.evictionHard[memory.free]: Unsupported value`,
+			`args.pools[0].kubelet.evictionHard[nodefs.available]: Invalid value: "120%"`, `args.pools[0].kubelet.evictionHard[nodefs.inodesFree]: Invalid value: "1000": this signal takes a percentage`,
+			"args.pools[0].kubelet.evictionSoftGracePeriod[memory.available]: Required value", "args.pools[0].kubelet.evictionSoftGracePeriod[nodefs.available]: Invalid value",
+			"args.pools[0].kubelet.evictionMaxPodGracePeriod: Invalid value: -1", `args.pools[0].kubelet.clusterDNS[0]: Invalid value: "dns.local"`}},
 		{name: "bad operator", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Operator = "Near" }, want: []string{"args.pools[0].requirements[0].operator: Unsupported value"}},
 		{name: "bad zone", mutate: func(a *config.TailorArgs) { a.Pools[0].Zones = []string{"us-east-1"} }, want: []string{`args.pools[0].zones[0]: Invalid value: "us-east-1"`}},
 		{name: "selector with ids and tags", mutate: func(a *config.TailorArgs) { a.Pools[0].SubnetSelector.IDs = []string{"subnet-1"} }, want: []string{"args.pools[0].subnetSelector"}},
