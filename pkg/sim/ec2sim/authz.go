@@ -204,6 +204,7 @@ func (s *Sim) launchAuthorizations(c *fleetCandidate, in *instance, fleetID stri
 		{Type: "subnet", ID: c.sn.id, Tags: c.sn.tags},
 		{Type: "image", ID: img.id, Tags: img.tags},
 	}
+	existing = append(existing, c.reservationResources()...)
 
 	fleet := []AuthorizedResource{
 		{Type: "fleet", ID: fleetID, RequestTags: fleetTagged("fleet")},

@@ -23,7 +23,8 @@
 // Supported actions: DescribeInstanceTypes, DescribeInstanceTypeOfferings, DescribeSubnets,
 // DescribeSecurityGroups, DescribeImages, CreateLaunchTemplate, DescribeLaunchTemplates,
 // DeleteLaunchTemplate, CreateFleet (Type=instant), DescribeInstances, TerminateInstances,
-// CreateTags, DescribeSpotPriceHistory, SSM GetParameter and Pricing GetProducts. Any other EC2
+// CreateTags, DescribeSpotPriceHistory, DescribeCapacityReservations, SSM GetParameter and
+// Pricing GetProducts. Any other EC2
 // action answers InvalidAction, any other JSON operation UnknownOperationException. Describe calls paginate with MaxResults/NextToken where EC2 does (NextToken is
 // an offset: a listing that changes between pages may skip or repeat items). DryRun=true answers
 // DryRunOperation.
@@ -43,7 +44,7 @@
 // ReceiptHandleIsInvalid, MissingParameter), which the SDK reports as the error code.
 // Options.Queues creates queues at start (and CreateQueue in-process); SendMessage and SendEvent
 // put a raw body or an EventBridge event (EventBody: spot interruption warning, rebalance recommendation, state
-// change, AWS Health scheduled change) on a queue in-process, and POST /_ec2sim/sqs/<queue>
+// change, AWS Health scheduled change, Capacity Block delivered and expiration warning) on a queue in-process, and POST /_ec2sim/sqs/<queue>
 // does it over HTTP (a JSON Event, or with ?raw=1 any body); QueueMessages counts what a queue
 // holds, and TerminatedAt tells when an instance was asked to terminate.
 //
@@ -142,12 +143,53 @@
 // the fleet, instance and volume resource types (an instant fleet's); network interfaces and spot
 // requests are tagged through the launch template's.
 //
+// # Capacity reservations
+//
+// AddCapacityReservation seeds On-Demand Capacity Reservations (ODCRs) and Capacity Blocks for ML
+// (an instance type in a zone, a count, tags, open or targeted, dates, owner); their state follows
+// the clock (scheduled before the start, active, expired from the end) unless
+// SetCapacityReservationState pins one (cancelled, ...). DescribeCapacityReservations lists them
+// with EC2's filters and pages; AvailableInstanceCount is the count less the instances in the
+// reservation that have not reached terminated (0 for a Capacity Block before it starts).
+//
+// A launch template targets a reservation with
+// LaunchTemplateData.CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId
+// (CapacityReservationPreference capacity-reservations-only or unset; open or none with a target is
+// InvalidParameterCombination), and a Capacity Block also with
+// LaunchTemplateData.InstanceMarketOptions.MarketType=capacity-block. CreateFleet with
+// DefaultTargetCapacityType on-demand launches such a template's overrides into the ODCR;
+// with DefaultTargetCapacityType capacity-block into the one Capacity Block all its templates
+// target. Other combinations (a block without the market type or fleet type, an ODCR in a block
+// fleet, any target in a spot fleet, two blocks) fail the request with
+// InvalidParameterCombination; an unknown target with InvalidCapacityReservationId.NotFound. In the
+// fleet's errorSet, an override of another type or zone than the reservation's gets
+// InvalidParameterValue; one whose ODCR is not active or full ReservationCapacityExceeded; one
+// whose Capacity Block has not started, has ended or is full InsufficientInstanceCapacity (as EC2
+// Fleet documents for blocks). Reserved launches are not limited by SetCapacity. An on-demand
+// launch that targets nothing and does not opt out (CapacityReservationPreference none) uses the
+// first active open ODCR of its type and zone with room, as EC2 does; with
+// capacity-reservations-only and no target it must find one (else ReservationCapacityExceeded).
+// The simulator tracks no spend: a reserved instance costs nothing extra here.
+//
+// DescribeInstances reports CapacityReservationId and CapacityReservationSpecification
+// (the template's preference, open by default, and target), InstanceLifecycle capacity-block in a
+// Capacity Block (unset in an ODCR: it is on-demand), and filters on capacity-reservation-id; the
+// fleet's Lifecycle is capacity-block for a block fleet. From 30 minutes before a Capacity Block
+// ends, its instances are shutting-down (StateReason Server.ScheduledStop), then terminated as
+// usual; RouteCapacityBlockEvents puts "Capacity Block Reservation Delivered" (at the start) and
+// "Capacity Block Reservation Expiration Warning" (40 minutes before the end) on a queue. The
+// simulator has no timer: it applies what the clock passed at its next request (EC2 or
+// ReceiveMessage) or in-process read (Instances, CapacityReservations), stamping events with the
+// time they were due. CreateFleet and RunInstances are authorized on the targeted reservation
+// (capacity-reservation), not on an open one EC2 picks itself.
+//
 // # Authorization
 //
 // The simulator evaluates no IAM policy, but it logs what IAM would be asked for every call it
 // answers (AuthorizationLog): the signer's access key ID, the action, the resources with the
 // tags the call creates them with and the tags they have, and context keys. CreateFleet logs
-// ec2:CreateFleet on the fleet, instance, volumes, launch template, subnet and image;
+// ec2:CreateFleet on the fleet, instance, volumes, launch template, subnet, image and the
+// capacity reservation the template targets;
 // ec2:RunInstances, which EC2 authorizes on the caller's behalf for each instance an instant
 // fleet launches, on those plus the network interface, security groups, the image's snapshot
 // and the spot request; ec2:CreateTags with ec2:CreateAction for what it tags on creation; and
@@ -160,7 +202,7 @@
 //
 // Sim has in-process helpers: Instances, Calls, Requests, AuthorizationLog, FleetRequests,
 // LaunchTemplates, BackdateLaunchTemplates, BackdateInstances, Subnets, ClusterSecurityGroupID, SSMParameter,
-// Offered, OnDemandPrice, SpotPrice.
+// Offered, OnDemandPrice, SpotPrice, CapacityReservations, CapacityReservation.
 // InjectFault makes matching requests fail (or slow down), EC2 actions and JSON operations
 // (GetParameter, GetProducts) alike, or with InFleet make CreateFleet report an error for every
 // override in the fleet's error set (an account quota: VcpuLimitExceeded); SetCapacity limits how many instances an offering can still

@@ -26,15 +26,24 @@ const (
 	// ScheduledChange is an AWS Health "AWS Health Event" of category scheduledChange for EC2
 	// (an instance retirement).
 	ScheduledChange EventKind = "scheduled-change"
+	// CapacityBlockDelivered is "Capacity Block Reservation Delivered" (a Capacity Block started)
+	// and CapacityBlockExpirationWarning "Capacity Block Reservation Expiration Warning" (it ends
+	// in 40 minutes; its instances begin terminating in 10). Both are about the reservation
+	// Event.CapacityReservationID names, which must exist; see RouteCapacityBlockEvents.
+	CapacityBlockDelivered         EventKind = "capacity-block-delivered"
+	CapacityBlockExpirationWarning EventKind = "capacity-block-expiration-warning"
 )
 
-// Event is one event for an instance.
+// Event is one event for an instance (for the CapacityBlock* kinds, for a Capacity Block).
 type Event struct {
 	Kind       EventKind `json:"kind"`
 	InstanceID string    `json:"instanceId"`
 	// State is the new state of a StateChange: pending, running, stopping, stopped,
 	// shutting-down or terminated.
 	State string `json:"state,omitempty"`
+	// CapacityReservationID is the Capacity Block of the CapacityBlock* kinds (which have no
+	// instance).
+	CapacityReservationID string `json:"capacityReservationId,omitempty"`
 }
 
 // states an EC2 state-change notification may report.
@@ -44,6 +53,15 @@ var eventStates = map[string]bool{"pending": true, "running": true, "stopping": 
 // simulator's region, account and clock. The instance need not exist: a queue can carry events
 // of instances it does not know.
 func (s *Sim) EventBody(e Event) (string, error) {
+	if e.Kind == CapacityBlockDelivered || e.Kind == CapacityBlockExpirationWarning {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r := s.reservationByID(e.CapacityReservationID)
+		if r == nil || !r.block() {
+			return "", fmt.Errorf("ec2sim: no Capacity Block %q", e.CapacityReservationID)
+		}
+		return s.capacityBlockEventBody(e.Kind, r, s.clock.Now())
+	}
 	if e.InstanceID == "" {
 		return "", fmt.Errorf("ec2sim: an event needs an instance ID")
 	}
@@ -87,7 +105,7 @@ func (s *Sim) EventBody(e Event) (string, error) {
 			"affectedEntities": []map[string]string{{"entityValue": e.InstanceID}},
 		}
 	default:
-		return "", fmt.Errorf("ec2sim: unknown event kind %q (want %s, %s, %s or %s)", e.Kind, SpotInterruption, RebalanceRecommendation, StateChange, ScheduledChange)
+		return "", fmt.Errorf("ec2sim: unknown event kind %q (want %s, %s, %s, %s, %s or %s)", e.Kind, SpotInterruption, RebalanceRecommendation, StateChange, ScheduledChange, CapacityBlockDelivered, CapacityBlockExpirationWarning)
 	}
 	b, err := json.Marshal(env)
 	return string(b), err

@@ -29,6 +29,8 @@ type fleetCandidate struct {
 	price        float64
 	// echo is what the response repeats of the request for this pair.
 	echo ec2types.LaunchTemplateAndOverridesResponse
+	// reservation is the capacity reservation the template targets, if any.
+	reservation *capacityReservation
 }
 
 var (
@@ -73,10 +75,13 @@ func (s *Sim) createFleet(q query) (any, error) {
 		return nil, invalidValue("TargetCapacitySpecification.TotalTargetCapacity", strconv.Itoa(total))
 	}
 	capType := cloud.CapacityType(tcs.get("DefaultTargetCapacityType"))
+	block := false // a Capacity Block fleet: on-demand instances in the block its templates target
 	switch capType {
 	case "":
 		capType = cloud.OnDemand
 	case cloud.OnDemand, cloud.Spot:
+	case marketCapacityBlock:
+		capType, block = cloud.OnDemand, true
 	default:
 		return nil, invalidValue("TargetCapacitySpecification.DefaultTargetCapacityType", string(capType))
 	}
@@ -105,11 +110,17 @@ func (s *Sim) createFleet(q query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.fleetReservations(cands, capType, block); err != nil {
+		return nil, err
+	}
 
 	// The request is valid: from here on it creates a fleet.
 	fleetID := "fleet-" + s.newUUID()
 	s.fleetsCreated++
 	lifecycle := ec2types.InstanceLifecycle(capType)
+	if block {
+		lifecycle = ec2types.InstanceLifecycleCapacityBlock
+	}
 	var fleetErrors []ec2types.CreateFleetError
 	report := func(c *fleetCandidate, code, msg string) {
 		fleetErrors = append(fleetErrors, ec2types.CreateFleetError{
@@ -131,6 +142,10 @@ func (s *Sim) createFleet(q query) (any, error) {
 			continue
 		case img != nil && !slices.Contains(s.archOf(c.instanceType), img.arch):
 			report(c, "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI. Specify an instance type and an AMI that have matching architectures, and try again. You can use 'describe-instance-types' or 'describe-images' to discover the architecture of the instance type or AMI.", archList(s.archOf(c.instanceType)), img.arch))
+			continue
+		}
+		if code, msg := s.reservationRefusal(c); code != "" {
+			report(c, code, msg)
 			continue
 		}
 		if capType == cloud.Spot {
@@ -177,11 +192,19 @@ func (s *Sim) createFleet(q query) (any, error) {
 	exhausted := map[int]bool{}
 	for n := 0; n < total; n++ {
 		var pick *fleetCandidate
+		var into *capacityReservation
 		for _, c := range valid {
 			if exhausted[c.idx] {
 				continue
 			}
-			if !s.hasCapacity(capacityKey{c.instanceType, c.sn.zone, capType}) {
+			r, code, msg := s.reservationForLaunch(c, capType)
+			if code != "" {
+				exhausted[c.idx] = true
+				report(c, code, msg)
+				continue
+			}
+			// Reserved capacity is there for the reservation's instances: no offering limit.
+			if r == nil && !s.hasCapacity(capacityKey{c.instanceType, c.sn.zone, capType}) {
 				exhausted[c.idx] = true
 				if capType == cloud.Spot {
 					report(c, "InsufficientInstanceCapacity", "There is no Spot capacity available that matches your request.")
@@ -195,7 +218,7 @@ func (s *Sim) createFleet(q query) (any, error) {
 				report(c, "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.sn.id))
 				continue
 			}
-			pick = c
+			pick, into = c, r
 			break
 		}
 		if pick == nil {
@@ -205,8 +228,11 @@ func (s *Sim) createFleet(q query) (any, error) {
 			reservations[pick.idx] = s.newID("r")
 			order = append(order, pick)
 		}
-		s.useCapacity(capacityKey{pick.instanceType, pick.sn.zone, capType})
+		if into == nil {
+			s.useCapacity(capacityKey{pick.instanceType, pick.sn.zone, capType})
+		}
 		in := s.launch(pick, capType, fleetID, token, reservations[pick.idx], requestTags)
+		placeInReservation(in, pick, into)
 		launched[pick.idx] = append(launched[pick.idx], in.id)
 		s.launchAuthorizations(pick, in, fleetID, tagSpecs)
 	}
@@ -218,6 +244,7 @@ func (s *Sim) createFleet(q query) (any, error) {
 				AuthorizedResource{Type: "launch-template", ID: c.lt.id, Tags: c.lt.tags},
 				AuthorizedResource{Type: "subnet", ID: c.sn.id, Tags: c.sn.tags},
 				AuthorizedResource{Type: "image", ID: c.imageID, Tags: s.imageByID[c.imageID].tags})
+			resources = append(resources, c.reservationResources()...)
 		}
 		s.authorize("ec2:CreateFleet", resources, nil)
 	}
@@ -419,6 +446,7 @@ func (s *Sim) launch(c *fleetCandidate, capType cloud.CapacityType, fleetID, tok
 	in.tags["aws:ec2launchtemplate:id"] = c.lt.id
 	in.tags["aws:ec2launchtemplate:version"] = "1"
 	in.userData = c.lt.userData
+	in.volumes = templateVolumes(c.lt)
 	s.launches++
 	in.launchSeq = s.launches
 	s.instances = append(s.instances, in)

@@ -36,10 +36,18 @@ func (s *Sim) instanceAttrs(in *instance, st string) attrFunc {
 		case "architecture":
 			return []string{string(in.arch)}, true
 		case "instance-lifecycle":
-			if in.capacityType == cloud.Spot {
+			switch {
+			case in.capacityType == cloud.Spot:
 				return []string{"spot"}, true
+			case in.reservation != nil && in.reservation.block():
+				return []string{marketCapacityBlock}, true
 			}
 			return nil, true
+		case "capacity-reservation-id":
+			if in.reservation == nil {
+				return nil, true
+			}
+			return []string{in.reservation.id}, true
 		case "client-token":
 			return []string{in.clientToken}, true
 		case "subnet-id", "vpc-id", "private-ip-address", "private-dns-name", "network-interface.addresses.private-ip-address":

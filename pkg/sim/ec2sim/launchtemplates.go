@@ -2,10 +2,12 @@ package ec2sim
 
 import (
 	"encoding/base64"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -59,6 +61,9 @@ func (s *Sim) createLaunchTemplate(q query) (any, error) {
 			return nil, errf("InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request")
 		}
 		lt.securityGroupIDs = nic.list("SecurityGroupId")
+	}
+	if err := lt.readReservationSpec(data); err != nil {
+		return nil, err
 	}
 	if lt.instanceType != "" {
 		if _, ok := s.types[lt.instanceType]; !ok {
@@ -235,4 +240,17 @@ func (s *Sim) deleteLaunchTemplate(q query) (any, error) {
 	out := lt.sdk(s.opts.AccountID)
 	out.Tags = nil
 	return &ec2.DeleteLaunchTemplateOutput{LaunchTemplate: &out}, nil
+}
+
+// templateVolumes are the EBS volume sizes (GiB) a template maps, by device name.
+func templateVolumes(lt *launchTemplate) map[string]int64 {
+	q := query{v: lt.data}
+	out := map[string]int64{}
+	for _, i := range q.indices("BlockDeviceMapping") {
+		b := q.sub(fmt.Sprintf("BlockDeviceMapping.%d", i))
+		if n, err := strconv.ParseInt(b.get("Ebs.VolumeSize"), 10, 64); err == nil && b.get("DeviceName") != "" {
+			out[b.get("DeviceName")] = n
+		}
+	}
+	return out
 }

@@ -51,6 +51,7 @@ func init() {
 		"DescribeSecurityGroups":        (*Sim).describeSecurityGroups,
 		"DescribeImages":                (*Sim).describeImages,
 		"DescribeSpotPriceHistory":      (*Sim).describeSpotPriceHistory,
+		"DescribeCapacityReservations":  (*Sim).describeCapacityReservations,
 		"CreateLaunchTemplate":          (*Sim).createLaunchTemplate,
 		"DescribeLaunchTemplates":       (*Sim).describeLaunchTemplates,
 		"DeleteLaunchTemplate":          (*Sim).deleteLaunchTemplate,

@@ -191,6 +191,10 @@ type Sim struct {
 	// fleetFault is the InFleet fault of the CreateFleet being handled, if any.
 	fleetFault *Fault
 	capacity   map[capacityKey]int
+	// reservations are the capacity reservations (AddCapacityReservation), in the order added;
+	// blockRoutes the queues their Capacity Block events go to (RouteCapacityBlockEvents).
+	reservations []*capacityReservation
+	blockRoutes  []string
 }
 
 // New builds a simulated region. It panics on impossible options (more than 256 subnets).
@@ -838,6 +842,19 @@ func (s *Sim) UserData(instanceID string) (string, bool) {
 	}
 	ud, _ := base64.StdEncoding.DecodeString(in.userData)
 	return string(ud), true
+}
+
+// VolumeGiB returns the size of the instance's volume on the device as its launch template
+// mapped it; false if the instance is unknown or its template left the device to the image.
+func (s *Sim) VolumeGiB(instanceID, device string) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.instanceByID[instanceID]
+	if !ok {
+		return 0, false
+	}
+	n, ok := in.volumes[device]
+	return n, ok
 }
 
 // TerminatedAt returns when TerminateInstances first asked to terminate the instance (the

@@ -259,6 +259,7 @@ func (s *Sim) receiveMessage(r *http.Request, params map[string]any) (any, *apiE
 	deadline := time.Now().Add(min(time.Duration(wait)*time.Second, maxReceiveWait))
 	for {
 		s.mu.Lock()
+		s.advanceCapacityBlocks() // a Capacity Block event may be due on the clock
 		q, aerr := s.queueByURL(u)
 		if aerr != nil {
 			s.mu.Unlock()

@@ -97,6 +97,9 @@ type launchTemplate struct {
 	tags        map[string]string
 	data        url.Values
 	clientToken string
+	// crTarget, crPreference and marketType are the template's
+	// CapacityReservationSpecification and InstanceMarketOptions.MarketType (readReservationSpec).
+	crTarget, crPreference, marketType string
 }
 
 func (lt *launchTemplate) export() LaunchTemplate {
@@ -149,6 +152,17 @@ type instance struct {
 	// userData is the launch template's, base64 as sent: EC2 keeps it with the instance, so
 	// deleting the template later does not change what the instance booted with.
 	userData string
+	// volumes are the sizes (GiB) of the EBS volumes the template mapped, by device: what the
+	// instance's disks are, whatever becomes of the template.
+	volumes map[string]int64
+	// reservation is the capacity reservation the instance runs in (nil for none); targeted
+	// whether its template named it; reservationPref the template's CapacityReservationPreference
+	// (open by default). reclaimed is when EC2 began terminating it at the end of its Capacity
+	// Block (zero if it did not).
+	reservation     *capacityReservation
+	targeted        bool
+	reservationPref string
+	reclaimed       time.Time
 }
 
 // State codes as EC2 numbers them.
@@ -157,9 +171,18 @@ var stateCodes = map[string]int32{
 	cloud.StateTerminated: 48, cloud.StateStopping: 64, cloud.StateStopped: 80,
 }
 
+// shutdownAt is when the instance began shutting down: asked by TerminateInstances or reclaimed
+// at the end of its Capacity Block, whichever came first (zero if neither).
+func (in *instance) shutdownAt() time.Time {
+	if in.terminating.IsZero() || (!in.reclaimed.IsZero() && in.reclaimed.Before(in.terminating)) {
+		return in.reclaimed
+	}
+	return in.terminating
+}
+
 func (in *instance) state(now time.Time, o Options) string {
-	if !in.terminating.IsZero() {
-		if now.Before(in.terminating.Add(o.ShuttingDownFor)) {
+	if t := in.shutdownAt(); !t.IsZero() {
+		if now.Before(t.Add(o.ShuttingDownFor)) {
 			return cloud.StateShuttingDown
 		}
 		return cloud.StateTerminated
@@ -172,10 +195,11 @@ func (in *instance) state(now time.Time, o Options) string {
 
 // terminatedAt is when the instance reached terminated (zero if it has not).
 func (in *instance) terminatedAt(o Options) time.Time {
-	if in.terminating.IsZero() {
+	t := in.shutdownAt()
+	if t.IsZero() {
 		return time.Time{}
 	}
-	return in.terminating.Add(o.ShuttingDownFor)
+	return t.Add(o.ShuttingDownFor)
 }
 
 func (in *instance) dnsName(region string) string {
@@ -249,6 +273,7 @@ func (s *Sim) sdkInstance(in *instance, now time.Time) ec2types.Instance {
 		out.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
 		out.SpotInstanceRequestId = aws.String(in.spotRequestID)
 	}
+	sdkReservationFields(in, &out)
 	if st != cloud.StateTerminated {
 		out.NetworkInterfaces = []ec2types.InstanceNetworkInterface{{
 			NetworkInterfaceId: aws.String("eni-" + in.id[2:]),
@@ -277,6 +302,11 @@ func (s *Sim) sdkInstance(in *instance, now time.Time) ec2types.Instance {
 	}
 	switch st {
 	case cloud.StateShuttingDown, cloud.StateTerminated:
+		if t := in.shutdownAt(); t.Equal(in.reclaimed) {
+			out.StateReason = &ec2types.StateReason{Code: aws.String("Server.ScheduledStop"), Message: aws.String("Server.ScheduledStop: The Capacity Block reservation is ending")}
+			out.StateTransitionReason = aws.String(fmt.Sprintf("Service initiated (%s)", t.UTC().Format("2006-01-02 15:04:05 MST")))
+			break
+		}
 		out.StateReason = &ec2types.StateReason{Code: aws.String("Client.UserInitiatedShutdown"), Message: aws.String("Client.UserInitiatedShutdown: User initiated shutdown")}
 		out.StateTransitionReason = aws.String(fmt.Sprintf("User initiated (%s)", in.terminating.UTC().Format("2006-01-02 15:04:05 MST")))
 	case cloud.StatePending:
@@ -302,9 +332,11 @@ func sdkTags(m map[string]string) []ec2types.Tag {
 	return out
 }
 
-// sweep releases the addresses of terminated instances and forgets those terminated longer than
+// sweep does what the clock's passing makes EC2 do to Capacity Blocks (advanceCapacityBlocks),
+// releases the addresses of terminated instances and forgets those terminated longer than
 // Options.TerminatedVisibleFor. Callers hold s.mu.
 func (s *Sim) sweep() {
+	s.advanceCapacityBlocks()
 	now := s.clock.Now()
 	kept := s.instances[:0]
 	for _, in := range s.instances {

@@ -25,6 +25,7 @@ var xmlNames = map[string]string{
 	// Outputs.
 	"CreateFleetOutput.Errors":                                  "errorSet",
 	"CreateFleetOutput.Instances":                               "fleetInstanceSet",
+	"DescribeCapacityReservationsOutput.CapacityReservations":   "capacityReservationSet",
 	"DescribeImagesOutput.Images":                               "imagesSet",
 	"DescribeInstancesOutput.Reservations":                      "reservationSet",
 	"DescribeInstanceTypeOfferingsOutput.InstanceTypeOfferings": "instanceTypeOfferingSet",
@@ -35,6 +36,8 @@ var xmlNames = map[string]string{
 	"TerminateInstancesOutput.TerminatingInstances":             "instancesSet",
 
 	// Types.
+	"CapacityAllocation.AllocationMetadata":              "allocationMetadataList",
+	"CapacityReservation.CapacityAllocations":            "capacityAllocationSet",
 	"CpuPerformanceFactor.References":                    "referenceSet",
 	"EbsInfo.EbsCards":                                   "ebsCardSet",
 	"FleetLaunchTemplateOverrides.BlockDeviceMappings":   "blockDeviceMappingSet",

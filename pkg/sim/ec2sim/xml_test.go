@@ -87,6 +87,9 @@ func TestXMLRoundTrip(t *testing.T) {
 		{"DescribeSpotPriceHistory", filled[ec2.DescribeSpotPriceHistoryOutput](), func(c *ec2.Client) (any, error) {
 			return c.DescribeSpotPriceHistory(ctxBG(), &ec2.DescribeSpotPriceHistoryInput{})
 		}},
+		{"DescribeCapacityReservations", filled[ec2.DescribeCapacityReservationsOutput](), func(c *ec2.Client) (any, error) {
+			return c.DescribeCapacityReservations(ctxBG(), &ec2.DescribeCapacityReservationsInput{})
+		}},
 		{"CreateLaunchTemplate", filled[ec2.CreateLaunchTemplateOutput](), func(c *ec2.Client) (any, error) {
 			return c.CreateLaunchTemplate(ctxBG(), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("x"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{}})
 		}},
