@@ -41,7 +41,7 @@ func TestAllocatable(t *testing.T) {
 					t.Errorf("%s %s = %s, want %s", what, name, got.String(), want)
 				}
 			}
-			if got := MaxPods(&tc.it); got != tc.pods {
+			if got := DefaultKubelet(&tc.it).MaxPods; got != tc.pods {
 				t.Errorf("MaxPods = %d, want %d", got, tc.pods)
 			}
 			check("allocatable", alloc, corev1.ResourceCPU, tc.cpu)

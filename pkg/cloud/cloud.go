@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/tailor-eks/tailor/apis/config"
 )
 
 // CapacityType is how an instance is bought.
@@ -110,6 +112,8 @@ type LaunchSettings struct {
 	IMDSIPv6   bool
 	// DetailedMonitoring turns on 1-minute CloudWatch monitoring.
 	DetailedMonitoring bool
+	// Kubelet are the pool's kubelet settings, written into the user data.
+	Kubelet config.Kubelet
 }
 
 // BlockDevice is one EBS volume.

@@ -140,6 +140,7 @@ func launchSettings(pool *config.Pool) cloud.LaunchSettings {
 	s := cloud.LaunchSettings{
 		HTTPTokens: pool.MetadataOptions.HTTPTokens, HopLimit: pool.MetadataOptions.HTTPPutResponseHopLimit,
 		IMDSIPv6: pool.MetadataOptions.HTTPProtocolIPv6, DetailedMonitoring: pool.DetailedMonitoring,
+		Kubelet: pool.Kubelet,
 	}
 	for _, b := range pool.BlockDeviceMappings {
 		s.BlockDevices = append(s.BlockDevices, cloud.BlockDevice{

@@ -5,6 +5,7 @@ package planning
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -45,15 +46,23 @@ const TemplateNodeName = "tailor-template"
 // requirements, in zones where the pool has a subnet. zones maps a pool name to its usable zones.
 func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string][]string) ([]*Template, error) {
 	var out []*Template
-	// A type's allocatable, capacity and labels are the same in every pool: made once and shared
-	// by its templates, which nothing changes (UseObserved and AddDaemons replace them).
-	shapes := make([]*typeShape, len(types))
+	// A type's allocatable, capacity and labels are the same in every pool whose nodes run the
+	// same kubelet settings on the same volume: made once and shared by its templates, which
+	// nothing changes (UseObserved and AddDaemons replace them).
+	shapesBySettings := map[string][]*typeShape{}
 	for pi := range pools {
 		pool := &pools[pi]
 		sel, err := poolSelector(pool)
 		if err != nil {
 			return nil, err
 		}
+		settings := nodeSettingsKey(pool)
+		shapes, ok := shapesBySettings[settings]
+		if !ok {
+			shapes = make([]*typeShape, len(types))
+			shapesBySettings[settings] = shapes
+		}
+		volumeGiB := catalog.VolumeGiB(pool)
 		allowedZones := map[string]bool{}
 		for _, z := range zones[pool.Name] {
 			allowedZones[z] = true
@@ -71,7 +80,8 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 					continue
 				}
 				if shapes[ti] == nil {
-					shapes[ti] = &typeShape{alloc: catalog.Allocatable(it), capacity: catalog.Capacity(it), labels: catalog.Labels(it)}
+					kc := catalog.KubeletFor(it, &pool.Kubelet)
+					shapes[ti] = &typeShape{alloc: catalog.AllocatableWith(it, kc, volumeGiB), capacity: catalog.CapacityWith(it, kc, volumeGiB), labels: catalog.Labels(it)}
 				}
 				sh := shapes[ti]
 				node := templateNode(pool, sh.labels, off, sh.capacity, sh.alloc, taints)
@@ -86,7 +96,13 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 	return out, nil
 }
 
-// typeShape is what a node of one instance type has whatever its pool, zone or capacity type.
+// nodeSettingsKey says which pools' nodes of a type have the same capacity and allocatable.
+func nodeSettingsKey(pool *config.Pool) string {
+	b, _ := json.Marshal([]any{pool.Kubelet, catalog.VolumeGiB(pool)})
+	return string(b)
+}
+
+// typeShape is what a node of one instance type has whatever its zone or capacity type.
 type typeShape struct {
 	alloc, capacity corev1.ResourceList
 	labels          map[string]string

@@ -446,7 +446,7 @@ func TestPlannedNodeTakenPlansAgain(t *testing.T) {
 	first, release := launchHeld(t, ns, "planned", "1", "1Gi")
 	it := instanceTypes(t)[first.Status.InstanceType]
 	// What the planned pod leaves of the node's cpu, and a little more: the pod no longer fits.
-	alloc := catalog.AllocatableFor(it, it.MaxPods())
+	alloc := catalog.Allocatable(it)
 	taker := alloc.Cpu().DeepCopy()
 	taker.Sub(resource.MustParse("900m"))
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taker"}, Spec: corev1.PodSpec{

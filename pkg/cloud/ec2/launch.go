@@ -107,30 +107,29 @@ func (p *Provider) launchImage(ctx context.Context, req cloud.LaunchRequest, typ
 	return req.ImageID, family, err
 }
 
-// launchTemplates are the launch's templates, one per pod limit (the kubelet's maxPods is in
-// the user data, and a node must register with its own type's limit, which the planner counted
-// on), and the template of each override, by index.
+// launchTemplates are the launch's templates, one per distinct user data (the kubelet's maxPods
+// and reservations are in it, and a node must register with its own type's, which the planner
+// counted on), and the template of each override, by index.
 func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.InstanceType, imageID, family string, tags map[string]string) ([]templateSpec, []int, error) {
 	var tmpls []templateSpec
-	groupOf := map[int64]int{}
+	groupOf := map[string]int{}
 	overrideGroup := make([]int, len(req.Overrides))
 	for i := range req.Overrides {
-		maxPods := types[i].MaxPods()
-		g, ok := groupOf[maxPods]
+		nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, kubelet: kubeletFor(&types[i], &req.Settings.Kubelet)}
+		var userData string
+		var err error
+		if family == familyBottlerocket {
+			userData, err = bottlerocketUserData(p.opts, nb)
+		} else {
+			userData, err = nodeadmUserData(p.opts, nb)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		g, ok := groupOf[userData]
 		if !ok {
-			nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, maxPods: maxPods}
-			var userData string
-			var err error
-			if family == familyBottlerocket {
-				userData, err = bottlerocketUserData(p.opts, nb)
-			} else {
-				userData, err = nodeadmUserData(p.opts, nb)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
 			g = len(tmpls)
-			groupOf[maxPods] = g
+			groupOf[userData] = g
 			tmpls = append(tmpls, templateSpec{
 				family: family, imageID: imageID, profile: req.InstanceProfile,
 				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,

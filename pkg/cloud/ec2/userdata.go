@@ -25,7 +25,7 @@ const mimeBoundary = "//"
 type nodeBootstrap struct {
 	labels  map[string]string
 	taints  []cloud.Taint
-	maxPods int64
+	kubelet kubeletSettings
 }
 
 // nodeadmUserData is the AL2023 user data: a MIME multi-part document with one nodeadm
@@ -53,12 +53,10 @@ func nodeadmUserData(o Options, nb nodeBootstrap) (string, error) {
 	if o.ClusterCIDR != "" {
 		fmt.Fprintf(&b, "    cidr: %s\n", quote(o.ClusterCIDR))
 	}
-	if nb.maxPods > 0 || len(flags) > 0 {
+	if nb.kubelet.maxPods > 0 || nb.kubelet.resolved != nil || len(flags) > 0 {
 		b.WriteString("  kubelet:\n")
 	}
-	if nb.maxPods > 0 {
-		fmt.Fprintf(&b, "    config:\n      maxPods: %d\n", nb.maxPods)
-	}
+	writeNodeadmKubelet(&b, nb.kubelet)
 	if len(flags) > 0 {
 		b.WriteString("    flags:\n")
 		for _, f := range flags {
@@ -147,16 +145,22 @@ func bottlerocketUserData(o Options, nb nodeBootstrap) (string, error) {
 	if o.ClusterCertificateAuthority != "" {
 		fmt.Fprintf(&b, "cluster-certificate = %s\n", quote(o.ClusterCertificateAuthority))
 	}
-	if o.ClusterCIDR != "" {
+	switch dns := nb.kubelet.clusterDNS(); {
+	case len(dns) > 0:
+		quoted := make([]string, len(dns))
+		for i, a := range dns {
+			quoted[i] = quote(a)
+		}
+		fmt.Fprintf(&b, "cluster-dns-ip = [%s]\n", strings.Join(quoted, ", "))
+	case o.ClusterCIDR != "":
 		dns, err := clusterDNS(o.ClusterCIDR)
 		if err != nil {
 			return "", err
 		}
 		fmt.Fprintf(&b, "cluster-dns-ip = %s\n", quote(dns))
 	}
-	if nb.maxPods > 0 {
-		fmt.Fprintf(&b, "max-pods = %d\n", nb.maxPods)
-	}
+	kubeletTables := writeBottlerocketKubelet(&b, nb.kubelet)
+	b.WriteString(kubeletTables)
 	if len(labels) > 0 {
 		b.WriteString("\n[settings.kubernetes.node-labels]\n")
 		for _, k := range slices.Sorted(maps.Keys(labels)) {

@@ -21,7 +21,7 @@ func FuzzUserData(f *testing.F) {
 	f.Add("c]\n[settings.x]", "\\", "'", "10.0.0.0/30", "a.io/b", "c", "d", "e", "PreferNoSchedule", int64(-1))
 	f.Fuzz(func(t *testing.T, name, endpoint, ca, cidr, labelKey, labelValue, taintKey, taintValue, effect string, maxPods int64) {
 		o := Options{ClusterName: name, ClusterEndpoint: endpoint, ClusterCertificateAuthority: ca, ClusterCIDR: cidr}
-		nb := nodeBootstrap{labels: map[string]string{labelKey: labelValue}, taints: []cloud.Taint{{Key: taintKey, Value: taintValue, Effect: effect}}, maxPods: maxPods}
+		nb := nodeBootstrap{labels: map[string]string{labelKey: labelValue}, taints: []cloud.Taint{{Key: taintKey, Value: taintValue, Effect: effect}}, kubelet: kubeletSettings{maxPods: maxPods}}
 		// JSON quoting, which both readers share, replaces invalid UTF-8; names are checked
 		// long before (EKS cluster names, label syntax), so only valid text must read back.
 		exact := true

@@ -4,7 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
@@ -92,7 +98,7 @@ max-pods = 29
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.make(opts, nodeBootstrap{labels: labels, taints: taints, maxPods: 29})
+			got, err := tt.make(opts, nodeBootstrap{labels: labels, taints: taints, kubelet: kubeletSettings{maxPods: 29}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,5 +142,87 @@ func TestConvertType(t *testing.T) {
 	}
 	if clientToken("") != nil {
 		t.Error("empty token sent")
+	}
+}
+
+// A pool's kubelet settings reach both families' user data whole: the resolved reservations and
+// hard thresholds the planner counted with, the soft ones, and the DNS servers.
+func TestUserDataKubeletSettings(t *testing.T) {
+	opts := Options{ClusterName: "demo", ClusterEndpoint: "https://x.example", ClusterCertificateAuthority: "Q0E=", ClusterCIDR: "10.100.0.0/16"}
+	m5large := cloud.InstanceType{Name: "m5.large", VCPUs: 2, MemoryMiB: 8192, MaxENIs: 3, IPv4PerENI: 10}
+	k := config.Kubelet{MaxPods: 110, PodsPerCore: 50,
+		SystemReserved:            corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		KubeReserved:              corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		EvictionHard:              map[string]string{"memory.available": "5%"},
+		EvictionSoft:              map[string]string{"memory.available": "500Mi"},
+		EvictionSoftGracePeriod:   map[string]metav1.Duration{"memory.available": {Duration: 90 * time.Second}},
+		EvictionMaxPodGracePeriod: 60, ClusterDNS: []string{"169.254.20.10"}}
+	nb := nodeBootstrap{kubelet: kubeletFor(&m5large, &k)}
+	tests := []struct {
+		name string
+		make func(Options, nodeBootstrap) (string, error)
+		want string
+	}{
+		// 110 pods capped at 50 per core: 100; kube-reserved CPU 70m and disk 1Gi are the AMI's.
+		{"al2023", nodeadmUserData, `  kubelet:
+    config:
+      maxPods: 100
+      kubeReserved:
+        "cpu": "70m"
+        "ephemeral-storage": "1Gi"
+        "memory": "1Gi"
+      systemReserved:
+        "cpu": "100m"
+      evictionHard:
+        "memory.available": "5%"
+        "nodefs.available": "10%"
+        "nodefs.inodesFree": "5%"
+      evictionSoft:
+        "memory.available": "500Mi"
+      evictionSoftGracePeriod:
+        "memory.available": "1m30s"
+      evictionMaxPodGracePeriod: 60
+      clusterDNS:
+      - "169.254.20.10"
+`},
+		{"bottlerocket", bottlerocketUserData, `cluster-dns-ip = ["169.254.20.10"]
+max-pods = 100
+eviction-max-pod-grace-period = 60
+
+[settings.kubernetes.kube-reserved]
+"cpu" = "70m"
+"ephemeral-storage" = "1Gi"
+"memory" = "1Gi"
+
+[settings.kubernetes.system-reserved]
+"cpu" = "100m"
+
+[settings.kubernetes.eviction-hard]
+"memory.available" = "5%"
+"nodefs.available" = "10%"
+"nodefs.inodesFree" = "5%"
+
+[settings.kubernetes.eviction-soft]
+"memory.available" = "500Mi"
+
+[settings.kubernetes.eviction-soft-grace-period]
+"memory.available" = "1m30s"
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.make(opts, nb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("got\n%s\nwant it to hold\n%s", got, tt.want)
+			}
+		})
+	}
+	// A pool without settings writes the pod limit alone, as before.
+	plain, err := nodeadmUserData(opts, nodeBootstrap{kubelet: kubeletFor(&m5large, &config.Kubelet{})})
+	if err != nil || !strings.Contains(plain, "    config:\n      maxPods: 29\n\n--//--") {
+		t.Errorf("user data without settings %v:\n%s", err, plain)
 	}
 }

@@ -153,9 +153,10 @@ func Start(ctx context.Context, o Options) (*Environment, error) {
 			c, ok := e.Sim.Cluster()
 			return nodeagent.Cluster{Name: o.ClusterName, Endpoint: c.Endpoint, CABundle: c.CABundle, ServiceCIDR: c.ServiceCIDR}, ok
 		},
-		UserData: e.Sim.UserData,
-		Nodeadm:  o.NodeadmPath,
-		Launches: e.Sim.Launches,
+		UserData:  e.Sim.UserData,
+		VolumeGiB: e.Sim.VolumeGiB,
+		Nodeadm:   o.NodeadmPath,
+		Launches:  e.Sim.Launches,
 	}
 	go e.Agent.Run(agentCtx)
 	e.stops = append(e.stops, cancel)

@@ -50,6 +50,9 @@ type Agent struct {
 	Region  string
 	// UserData returns the user data an instance was launched with.
 	UserData func(instanceID string) (string, bool)
+	// VolumeGiB returns the size of an instance's volume on a device, as it was launched; nil, or
+	// false, is the images' default size.
+	VolumeGiB func(instanceID, device string) (int64, bool)
 	// Nodeadm is the nodeadm binary (make tools builds it into bin/nodeadm).
 	Nodeadm string
 	// Period between polls of the cloud (default 500ms).
@@ -316,10 +319,8 @@ func (a *Agent) register(ctx context.Context, in *cloud.Instance, it *cloud.Inst
 }
 
 func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap) *corev1.Node {
-	maxPods := boot.MaxPods
-	if maxPods == 0 {
-		maxPods = it.MaxPods() // both AMIs default to the ENI-derived limit
-	}
+	kc := boot.kubeletConfig(it) // both AMIs default to the ENI-derived pod limit
+	volumeGiB := a.volumeGiB(in.ID, boot.OS)
 	// The labels the kubelet and the cloud controller derive win over --node-labels.
 	derived := map[string]string{
 		corev1.LabelHostname:             in.PrivateDNSName,
@@ -347,8 +348,8 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap
 			Taints:     boot.Taints,
 		},
 		Status: corev1.NodeStatus{
-			Capacity:    catalog.CapacityFor(it, maxPods),
-			Allocatable: catalog.AllocatableFor(it, maxPods),
+			Capacity:    catalog.CapacityWith(it, kc, volumeGiB),
+			Allocatable: catalog.AllocatableWith(it, kc, volumeGiB),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: in.PrivateIP},
 				{Type: corev1.NodeInternalDNS, Address: in.PrivateDNSName},
@@ -357,4 +358,19 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap
 			NodeInfo: corev1.NodeSystemInfo{Architecture: it.Arch, OperatingSystem: "linux", KubeletVersion: "v1.34.7"},
 		},
 	}
+}
+
+// volumeGiB is the size of the volume the kubelet keeps pods' ephemeral storage on: the root
+// volume on AL2023, the data volume on Bottlerocket.
+func (a *Agent) volumeGiB(instanceID, os string) int64 {
+	device := "/dev/xvda"
+	if os == "bottlerocket" {
+		device = "/dev/xvdb"
+	}
+	if a.VolumeGiB != nil {
+		if n, ok := a.VolumeGiB(instanceID, device); ok {
+			return n
+		}
+	}
+	return catalog.DefaultRootVolumeGiB
 }

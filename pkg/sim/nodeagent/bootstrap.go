@@ -10,7 +10,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
-	"net/netip"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -37,6 +36,8 @@ type Bootstrap struct {
 	Labels  map[string]string
 	Taints  []corev1.Taint
 	MaxPods int64 // 0: not set, the AMI's default applies
+	// Reservations are what the user data reserves and evicts at, over the image's defaults.
+	Reservations KubeletReservations
 }
 
 // nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1) a kubelet's
@@ -103,6 +104,9 @@ func parseNodeadm(userData string, c Cluster) (*Bootstrap, error) {
 		}
 		b.MaxPods = int64(n)
 	}
+	if err := b.readNodeadmKubelet(nc.Spec.Kubelet.Config); err != nil {
+		return nil, err
+	}
 	for _, f := range nc.Spec.Kubelet.Flags {
 		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
 		switch name {
@@ -168,10 +172,16 @@ type bottlerocketSettings struct {
 			ClusterName        string              `toml:"cluster-name"`
 			APIServer          string              `toml:"api-server"`
 			ClusterCertificate string              `toml:"cluster-certificate"`
-			ClusterDNSIP       string              `toml:"cluster-dns-ip"`
+			ClusterDNSIP       any                 `toml:"cluster-dns-ip"` // one address, or a list
 			MaxPods            int64               `toml:"max-pods"`
 			NodeLabels         map[string]string   `toml:"node-labels"`
 			NodeTaints         map[string][]string `toml:"node-taints"`
+			KubeReserved       map[string]string   `toml:"kube-reserved"`
+			SystemReserved     map[string]string   `toml:"system-reserved"`
+			EvictionHard       map[string]string   `toml:"eviction-hard"`
+			EvictionSoft       map[string]string   `toml:"eviction-soft"`
+			EvictionSoftGrace  map[string]string   `toml:"eviction-soft-grace-period"`
+			EvictionMaxPodGP   int64               `toml:"eviction-max-pod-grace-period"`
 		} `toml:"kubernetes"`
 	} `toml:"settings"`
 }
@@ -195,18 +205,14 @@ func parseBottlerocket(userData string, c Cluster) (*Bootstrap, error) {
 		return nil, errors.New("settings.kubernetes.api-server is missing")
 	case k.ClusterCertificate == "":
 		return nil, errors.New("settings.kubernetes.cluster-certificate is missing")
-	case k.ClusterDNSIP == "":
+	case k.ClusterDNSIP == nil:
 		return nil, errors.New("settings.kubernetes.cluster-dns-ip is missing")
 	}
 	if err := checkCluster(c, k.ClusterName, k.APIServer, k.ClusterCertificate, false); err != nil {
 		return nil, err
 	}
-	dns, err := netip.ParseAddr(k.ClusterDNSIP)
-	if err != nil {
-		return nil, fmt.Errorf("settings.kubernetes.cluster-dns-ip: %w", err)
-	}
-	if p, err := netip.ParsePrefix(c.ServiceCIDR); err != nil || !p.Contains(dns) {
-		return nil, fmt.Errorf("settings.kubernetes.cluster-dns-ip %s is outside the service CIDR %s", dns, c.ServiceCIDR)
+	if err := checkBottlerocketDNS(k.ClusterDNSIP, c.ServiceCIDR); err != nil {
+		return nil, err
 	}
 	if k.MaxPods < 0 {
 		return nil, fmt.Errorf("settings.kubernetes.max-pods %d is negative", k.MaxPods)
@@ -214,7 +220,18 @@ func parseBottlerocket(userData string, c Cluster) (*Bootstrap, error) {
 	if err := checkNodeLabels(k.NodeLabels); err != nil {
 		return nil, err
 	}
-	b := &Bootstrap{OS: "bottlerocket", Labels: k.NodeLabels, MaxPods: k.MaxPods}
+	if k.EvictionMaxPodGP < 0 {
+		return nil, fmt.Errorf("settings.kubernetes.eviction-max-pod-grace-period %d is negative", k.EvictionMaxPodGP)
+	}
+	res, err := readReservations([3]string{"settings.kubernetes.kube-reserved", "settings.kubernetes.system-reserved", "settings.kubernetes.eviction-hard"},
+		k.KubeReserved, k.SystemReserved, k.EvictionHard, k.EvictionSoft)
+	if err != nil {
+		return nil, err
+	}
+	if err := gracePeriods("settings.kubernetes.eviction-soft-grace-period", k.EvictionSoftGrace); err != nil {
+		return nil, err
+	}
+	b := &Bootstrap{OS: "bottlerocket", Labels: k.NodeLabels, MaxPods: k.MaxPods, Reservations: res}
 	for key, values := range k.NodeTaints {
 		for _, v := range values {
 			spec := key + "=" + v // "value:Effect"

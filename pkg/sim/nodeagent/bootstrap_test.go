@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // nodeadmPath is the binary make tools builds; the tests need nodeadm's own code.
@@ -88,6 +89,23 @@ func TestParseBootstrap(t *testing.T) {
 			want: &Bootstrap{OS: "al2023", Labels: map[string]string{"node.kubernetes.io/lifecycle": "spot"}}},
 		{name: "al2023 bad taint effect", userData: al2023(full, "  kubelet:\n    flags:\n      - \"--register-with-taints=a=b:Sometimes\"\n"), wantErr: "register-with-taints"},
 		{name: "bottlerocket complete", userData: bottlerocket("cluster-dns-ip = \"10.100.0.10\"\nmax-pods = 58\n"), want: wantBR},
+		{name: "al2023 kubelet reservations", userData: al2023(full, "  kubelet:\n    config:\n      maxPods: 100\n"+
+			"      kubeReserved:\n        \"cpu\": \"70m\"\n        \"memory\": \"1Gi\"\n      systemReserved:\n        \"cpu\": \"100m\"\n"+
+			"      evictionHard:\n        \"memory.available\": \"5%\"\n      evictionSoft:\n        \"memory.available\": \"500Mi\"\n"+
+			"      evictionSoftGracePeriod:\n        \"memory.available\": \"1m30s\"\n      clusterDNS:\n      - \"169.254.20.10\"\n"),
+			want: &Bootstrap{OS: "al2023", MaxPods: 100, Reservations: KubeletReservations{
+				KubeReserved:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("70m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+				SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+				EvictionHard:   map[string]string{"memory.available": "5%"}}}},
+		{name: "al2023 bad reservation", userData: al2023(full, "  kubelet:\n    config:\n      kubeReserved:\n        \"memory\": \"lots\"\n"), wantErr: "kubeReserved.memory"},
+		{name: "al2023 bad grace period", userData: al2023(full, "  kubelet:\n    config:\n      evictionSoftGracePeriod:\n        \"memory.available\": \"soon\"\n"), wantErr: "evictionSoftGracePeriod.memory.available"},
+		{name: "bottlerocket kubelet reservations", userData: bottlerocket("cluster-dns-ip = [\"169.254.20.10\"]\nmax-pods = 58\neviction-max-pod-grace-period = 60\n" +
+			"[settings.kubernetes.kube-reserved]\n\"memory\" = \"1Gi\"\n[settings.kubernetes.eviction-hard]\n\"nodefs.available\" = \"15%\"\n" +
+			"[settings.kubernetes.eviction-soft]\n\"memory.available\" = \"1Gi\"\n[settings.kubernetes.eviction-soft-grace-period]\n\"memory.available\" = \"30s\"\n"),
+			want: &Bootstrap{OS: "bottlerocket", MaxPods: 58, Labels: wantBR.Labels, Taints: wantBR.Taints, Reservations: KubeletReservations{
+				KubeReserved: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, EvictionHard: map[string]string{"nodefs.available": "15%"}}}},
+		{name: "bottlerocket bad DNS list", userData: bottlerocket("cluster-dns-ip = [\"dns\"]\n"), wantErr: "is not an IP address"},
+		{name: "bottlerocket bad threshold", userData: bottlerocket("cluster-dns-ip = \"10.100.0.10\"\n[settings.kubernetes.eviction-hard]\n\"memory.available\" = \"200%\"\n"), wantErr: "eviction-hard.memory.available"},
 		{name: "bottlerocket without api-server", userData: "[settings.kubernetes]\ncluster-name = \"demo\"\n", wantErr: "api-server is missing"},
 		{name: "bottlerocket without cluster DNS", userData: bottlerocket(""), wantErr: "cluster-dns-ip is missing"},
 		{name: "bottlerocket DNS outside the service CIDR", userData: bottlerocket("cluster-dns-ip = \"172.20.0.10\"\n"), wantErr: "outside the service CIDR"},
