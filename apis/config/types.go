@@ -59,6 +59,13 @@ type TailorArgs struct {
 	RebalanceRecommendations string
 }
 
+// Image families (Pool.ImageFamily).
+const (
+	FamilyAL2023       = "al2023"
+	FamilyBottlerocket = "bottlerocket"
+	FamilyCustom       = "custom"
+)
+
 // Gang zone policies (TailorArgs.GangZonePolicy).
 const (
 	GangSameZone = "SameZone"
@@ -90,6 +97,13 @@ type Pool struct {
 	SecurityGroupSelector Selector
 	// AMI is an alias resolved through SSM (al2023) or an explicit image ID (ami-...).
 	AMI string
+	// ImageFamily is how the nodes bootstrap: al2023 (nodeadm), bottlerocket (TOML settings) or
+	// custom (UserData alone).
+	ImageFamily string
+	// UserData is the pool's own user data, merged with Tailor's by the image family's rules.
+	UserData string
+	// AssociatePublicIPAddress, when set, overrides the subnet's public IPv4 setting.
+	AssociatePublicIPAddress *bool
 	// InstanceProfile is the IAM instance profile name of the nodes.
 	InstanceProfile string
 	// Labels are put on every node of the pool.
@@ -244,9 +258,20 @@ func (p *Pool) LaunchHash() string {
 	if !p.Kubelet.Empty() {
 		parts = append(parts, p.Kubelet)
 	}
+	if (p.ImageFamily != "" && p.ImageFamily != DefaultFamily(p.AMI)) || p.UserData != "" || p.AssociatePublicIPAddress != nil {
+		parts = append(parts, p.ImageFamily, p.UserData, p.AssociatePublicIPAddress)
+	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// DefaultFamily is the image family of an AMI setting: the alias's, al2023 for an image ID.
+func DefaultFamily(ami string) string {
+	if ami == FamilyBottlerocket {
+		return FamilyBottlerocket
+	}
+	return FamilyAL2023
 }
 
 // Pool returns the pool of that name, or nil.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -30,11 +31,30 @@ func TestLaunchHashKeepsOldFingerprints(t *testing.T) {
 		{name: "volumes", mutate: func(p *Pool) {
 			p.BlockDeviceMappings = []BlockDeviceMapping{{DeviceName: "/dev/xvda", VolumeSize: resource.MustParse("100Gi"), VolumeType: "gp3"}}
 		}, drifted: true},
+		{name: "kubelet defaults", mutate: func(p *Pool) { p.Kubelet = Kubelet{MaxPodsPolicy: MaxPodsENI} }},
+		{name: "kubelet settings", mutate: func(p *Pool) { p.Kubelet = Kubelet{MaxPodsPolicy: MaxPodsENI, MaxPods: 110} }, drifted: true},
+		{name: "minValues unset", mutate: func(p *Pool) {
+			p.Requirements = []Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "k", Operator: corev1.NodeSelectorOpExists}}}
+		}, drifted: true}, // a requirement is a change; its zero minValues adds nothing more (below)
+		{name: "image family of the alias", mutate: func(p *Pool) { p.ImageFamily = FamilyAL2023 }},
+		{name: "custom family", mutate: func(p *Pool) { p.ImageFamily = FamilyCustom }, drifted: true},
+		{name: "user data", mutate: func(p *Pool) { p.UserData = "#!/bin/bash\necho hi\n" }, drifted: true},
+		{name: "public IP", mutate: func(p *Pool) { p.AssociatePublicIPAddress = new(bool) }, drifted: true},
 	} {
 		p := base
 		tt.mutate(&p)
 		if got := p.LaunchHash() != before; got != tt.drifted {
 			t.Errorf("%s: fingerprint changed %v, want %v", tt.name, got, tt.drifted)
 		}
+	}
+	// A requirement hashes as the node selector requirement it embeds until it has a minValues.
+	req := corev1.NodeSelectorRequirement{Key: "k", Operator: corev1.NodeSelectorOpExists}
+	b, _ = json.Marshal([]any{[]corev1.NodeSelectorRequirement{req}, base.CapacityTypes, base.Zones, base.SubnetSelector, base.SecurityGroupSelector,
+		base.AMI, base.InstanceProfile, base.Labels, base.Taints, base.StartupTaints})
+	sum = sha256.Sum256(b)
+	p := base
+	p.Requirements = []Requirement{{NodeSelectorRequirement: req}}
+	if got := p.LaunchHash(); got != hex.EncodeToString(sum[:8]) {
+		t.Errorf("a requirement without minValues changed its fingerprint")
 	}
 }

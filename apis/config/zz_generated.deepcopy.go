@@ -162,6 +162,11 @@ func (in *Pool) DeepCopyInto(out *Pool) {
 	}
 	in.SubnetSelector.DeepCopyInto(&out.SubnetSelector)
 	in.SecurityGroupSelector.DeepCopyInto(&out.SecurityGroupSelector)
+	if in.AssociatePublicIPAddress != nil {
+		in, out := &in.AssociatePublicIPAddress, &out.AssociatePublicIPAddress
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Labels != nil {
 		in, out := &in.Labels, &out.Labels
 		*out = make(map[string]string, len(*in))

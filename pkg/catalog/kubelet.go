@@ -3,7 +3,6 @@ package catalog
 import (
 	"maps"
 	"math"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -142,11 +141,16 @@ func threshold(capacity resource.Quantity, v string) resource.Quantity {
 }
 
 // VolumeGiB is the size of the volume a pool's nodes keep images and pods' ephemeral storage on:
-// the root volume (/dev/xvda) for AL2023, the data volume (/dev/xvdb) for Bottlerocket, as the
-// pool's block device mappings size it (DefaultRootVolumeGiB when they leave it out).
+// the root volume (/dev/xvda) for AL2023 and custom images, the data volume (/dev/xvdb) for
+// Bottlerocket, as the pool's block device mappings size it (DefaultRootVolumeGiB when they
+// leave it out, which for a custom image is a guess until a node of the type registers).
 func VolumeGiB(pool *config.Pool) int64 {
+	family := pool.ImageFamily
+	if family == "" {
+		family = config.DefaultFamily(pool.AMI)
+	}
 	device := "/dev/xvda"
-	if strings.EqualFold(pool.AMI, "bottlerocket") {
+	if family == config.FamilyBottlerocket {
 		device = "/dev/xvdb"
 	}
 	for _, b := range pool.BlockDeviceMappings {

@@ -108,6 +108,7 @@ func TestVolumeGiB(t *testing.T) {
 		{"AL2023 root", config.Pool{AMI: "al2023", BlockDeviceMappings: []config.BlockDeviceMapping{dev("/dev/xvda", "100Gi")}}, 100},
 		{"image ID bootstraps like AL2023", config.Pool{AMI: "ami-0123456789abcdef0", BlockDeviceMappings: []config.BlockDeviceMapping{dev("/dev/xvda", "80Gi")}}, 80},
 		{"Bottlerocket data volume", config.Pool{AMI: "bottlerocket", BlockDeviceMappings: []config.BlockDeviceMapping{dev("/dev/xvda", "4Gi"), dev("/dev/xvdb", "200Gi")}}, 200},
+		{"image ID of the Bottlerocket family", config.Pool{AMI: "ami-0123456789abcdef0", ImageFamily: "bottlerocket", BlockDeviceMappings: []config.BlockDeviceMapping{dev("/dev/xvdb", "50Gi")}}, 50},
 		{"Bottlerocket without a data volume mapping", config.Pool{AMI: "bottlerocket", BlockDeviceMappings: []config.BlockDeviceMapping{dev("/dev/xvda", "8Gi")}}, 20},
 	}
 	for _, tc := range tests {

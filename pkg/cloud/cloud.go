@@ -114,6 +114,13 @@ type LaunchSettings struct {
 	DetailedMonitoring bool
 	// Kubelet are the pool's kubelet settings, written into the user data.
 	Kubelet config.Kubelet
+	// ImageFamily is how nodes of an image ID bootstrap (al2023, bottlerocket, custom); ""
+	// is the image's own family (an alias's, al2023 for an ID).
+	ImageFamily string
+	// UserData is the pool's own user data, merged with the provider's bootstrap.
+	UserData string
+	// AssociatePublicIP, when set, gives the instances a public IPv4 address or none.
+	AssociatePublicIP *bool
 }
 
 // BlockDevice is one EBS volume.

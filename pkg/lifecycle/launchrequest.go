@@ -140,7 +140,7 @@ func launchSettings(pool *config.Pool) cloud.LaunchSettings {
 	s := cloud.LaunchSettings{
 		HTTPTokens: pool.MetadataOptions.HTTPTokens, HopLimit: pool.MetadataOptions.HTTPPutResponseHopLimit,
 		IMDSIPv6: pool.MetadataOptions.HTTPProtocolIPv6, DetailedMonitoring: pool.DetailedMonitoring,
-		Kubelet: pool.Kubelet,
+		Kubelet: pool.Kubelet, ImageFamily: pool.ImageFamily, UserData: pool.UserData, AssociatePublicIP: pool.AssociatePublicIPAddress,
 	}
 	for _, b := range pool.BlockDeviceMappings {
 		s.BlockDevices = append(s.BlockDevices, cloud.BlockDevice{

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,38 @@ func TestKubeletSettingsReachTheNode(t *testing.T) {
 			}
 			if pods := node.Status.Capacity[corev1.ResourcePods]; pods.Value() != min(40, 8*it.VCPUs) {
 				t.Errorf("node %s pods capacity %s, want min(40, 8 × %d vCPUs)", node.Name, pods.String(), it.VCPUs)
+			}
+		})
+	}
+}
+
+// A pool's own user data is merged with Tailor's, and the node still bootstraps from the result
+// (nodeadm's checks, Bottlerocket's decoder): the pool's script runs before Tailor's NodeConfig on
+// AL2023; the pool's settings sit beside Tailor's on Bottlerocket, whose own win.
+func TestPoolUserDataMerges(t *testing.T) {
+	for _, tc := range []struct{ ami, userData, want string }{
+		{"al2023", "#!/bin/bash\necho tuned > /etc/pool-marker\n", "echo tuned > /etc/pool-marker"},
+		{"bottlerocket", "[settings.kernel]\nlockdown = \"integrity\"\n[settings.kubernetes]\nmax-pods = 3\n", "lockdown = \"integrity\""},
+	} {
+		t.Run(tc.ami, func(t *testing.T) {
+			restartScheduler(t, func(a map[string]any) {
+				pool := a["pools"].([]any)[0].(map[string]any)
+				pool["ami"], pool["userData"] = tc.ami, tc.userData
+			})
+			ns := newNamespace(t)
+			createPod(t, ns, "merged", "500m", "512Mi")
+			pods := waitRunning(t, ns, 1)
+			node := getNode(t, pods[0].Spec.NodeName)
+			id := lifecycle.InstanceID(node.Spec.ProviderID)
+			ud, _ := world.Sim.UserData(id)
+			if !strings.Contains(ud, tc.want) {
+				t.Errorf("user data of %s lacks the pool's %q:\n%s", id, tc.want, ud)
+			}
+			if _, refused := world.Agent.Rejected()[id]; refused {
+				t.Fatalf("instance %s was refused at bootstrap", id)
+			}
+			if pods := node.Status.Capacity[corev1.ResourcePods]; pods.Value() == 3 {
+				t.Errorf("the pool's max-pods won over Tailor's")
 			}
 		})
 	}

@@ -64,6 +64,13 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 		if p.AMI == nil {
 			p.AMI = ptr.To(DefaultAMI)
 		}
+		if p.ImageFamily == nil {
+			family := DefaultAMI
+			if *p.AMI == "bottlerocket" {
+				family = "bottlerocket"
+			}
+			p.ImageFamily = ptr.To(family)
+		}
 		for j := range p.BlockDeviceMappings {
 			b := &p.BlockDeviceMappings[j]
 			if b.VolumeType == nil {

@@ -83,6 +83,20 @@ type Pool struct {
 	SecurityGroupSelector Selector `json:"securityGroupSelector,omitempty"`
 	// AMI is an alias resolved through SSM (al2023) or an image ID (ami-...). Defaults to al2023.
 	AMI *string `json:"ami,omitempty"`
+	// ImageFamily is how the nodes bootstrap, which decides Tailor's user data: al2023
+	// (nodeadm's NodeConfig), bottlerocket (TOML settings) or custom (the pool's userData alone:
+	// the image must join the cluster by itself; Tailor labels and taints the node when it
+	// registers). Defaults to the alias's family, and to al2023 for an image ID.
+	ImageFamily *string `json:"imageFamily,omitempty"`
+	// UserData is the pool's own user data, merged with Tailor's. al2023: MIME parts (or one
+	// shell script or NodeConfig) that go before Tailor's NodeConfig, so nodeadm merges
+	// Tailor's last and the cluster, pod limit and reservations the planner counted with win;
+	// bottlerocket: TOML settings, under Tailor's where both set a key; custom: the whole user
+	// data. At most 12 KiB: EC2 takes 16 KiB in all.
+	UserData *string `json:"userData,omitempty"`
+	// AssociatePublicIPAddress gives the instances a public IPv4 address (true) or none (false)
+	// whatever the subnet's setting; unset follows the subnet.
+	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
 	// InstanceProfile is the IAM instance profile name of the nodes.
 	InstanceProfile string `json:"instanceProfile,omitempty"`
 	// Labels are put on every node of the pool.

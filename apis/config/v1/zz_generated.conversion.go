@@ -348,6 +348,13 @@ func autoConvert_v1_Pool_To_config_Pool(in *Pool, out *config.Pool, s conversion
 	if err := metav1.Convert_Pointer_string_To_string(&in.AMI, &out.AMI, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.ImageFamily, &out.ImageFamily, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_string_To_string(&in.UserData, &out.UserData, s); err != nil {
+		return err
+	}
+	out.AssociatePublicIPAddress = (*bool)(unsafe.Pointer(in.AssociatePublicIPAddress))
 	out.InstanceProfile = in.InstanceProfile
 	out.Labels = *(*map[string]string)(unsafe.Pointer(&in.Labels))
 	out.Taints = *(*[]corev1.Taint)(unsafe.Pointer(&in.Taints))
@@ -410,6 +417,13 @@ func autoConvert_config_Pool_To_v1_Pool(in *config.Pool, out *Pool, s conversion
 	if err := metav1.Convert_string_To_Pointer_string(&in.AMI, &out.AMI, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.ImageFamily, &out.ImageFamily, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_string_To_Pointer_string(&in.UserData, &out.UserData, s); err != nil {
+		return err
+	}
+	out.AssociatePublicIPAddress = (*bool)(unsafe.Pointer(in.AssociatePublicIPAddress))
 	out.InstanceProfile = in.InstanceProfile
 	out.Labels = *(*map[string]string)(unsafe.Pointer(&in.Labels))
 	out.Taints = *(*[]corev1.Taint)(unsafe.Pointer(&in.Taints))

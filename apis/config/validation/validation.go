@@ -217,9 +217,7 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	case !instanceProfilePattern.MatchString(ip):
 		errs = append(errs, field.Invalid(path.Child("instanceProfile"), ip, "must be an IAM instance profile name (up to 128 of letters, digits and +=,.@_-) or ARN (arn:<partition>:iam::<account>:instance-profile/<path><name>)"))
 	}
-	if !AMIAliases.Has(p.AMI) && !amiPattern.MatchString(p.AMI) {
-		errs = append(errs, field.Invalid(path.Child("ami"), p.AMI, fmt.Sprintf("must be an image ID (ami-...) or one of the aliases %v", sets.List(AMIAliases))))
-	}
+	errs = append(errs, validateImage(path, p)...)
 	for k, v := range p.Labels {
 		lp := path.Child("labels").Key(k)
 		for _, msg := range validation.IsQualifiedName(k) {

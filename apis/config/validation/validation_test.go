@@ -30,7 +30,7 @@ func validArgs() *config.TailorArgs {
 		ConsolidationInterval: metav1.Duration{Duration: 15 * time.Second}, ConsolidationMinSavingsPercent: 10, GangZonePolicy: config.GangSameZone,
 		RebalanceRecommendations: config.RebalanceAdvisory,
 		Pools: []config.Pool{{
-			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023", InstanceProfile: "prod-node",
+			Name: "general", Weight: 10, CapacityTypes: []string{"on-demand", "spot"}, AMI: "al2023", ImageFamily: config.FamilyAL2023, InstanceProfile: "prod-node",
 			SubnetSelector: sel, SecurityGroupSelector: sel,
 			Requirements:    []config.Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}}},
 			Kubelet:         config.Kubelet{MaxPodsPolicy: config.MaxPodsENI},
@@ -73,6 +73,30 @@ func TestValidateTailorArgs(t *testing.T) {
 			}
 		}, want: []string{"args.pools[0].requirements[0].minValues: Invalid value: 3: more than the 2 values", "args.pools[0].requirements[1].minValues: Invalid value: 2: a claim launches in one zone",
 			"args.pools[0].requirements[2].minValues: Invalid value: 51", "args.pools[0].requirements[3].minValues: Invalid value: 1: operator DoesNotExist"}},
+		{name: "image ID of the custom family", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "ami-0123456789abcdef0", config.FamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh prod\n"
+		}},
+		{name: "AL2023 user data", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].UserData = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/x-shellscript\n\necho hi\n--b--\n"
+		}},
+		{name: "Bottlerocket user data", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "bottlerocket", config.FamilyBottlerocket, "[settings.kernel]\nlockdown = \"integrity\"\n"
+		}},
+		{name: "bad image settings", mutate: func(a *config.TailorArgs) { a.Pools[0].ImageFamily = "bottlerocket" },
+			want: []string{`args.pools[0].imageFamily: Invalid value: "bottlerocket": the alias al2023 is of family al2023`}},
+		{name: "unknown family", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI, a.Pools[0].ImageFamily = "ami-0123456789abcdef0", "ubuntu" },
+			want: []string{`args.pools[0].imageFamily: Unsupported value: "ubuntu"`}},
+		{name: "custom without user data", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily = "ami-0123456789abcdef0", config.FamilyCustom
+		},
+			want: []string{"args.pools[0].userData: Required value"}},
+		{name: "Bottlerocket user data not TOML", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "bottlerocket", config.FamilyBottlerocket, "echo hi"
+		}, want: []string{"args.pools[0].userData: Invalid value: \"<user data>\": Bottlerocket user data must be TOML"}},
+		{name: "broken MIME", mutate: func(a *config.TailorArgs) { a.Pools[0].UserData = "MIME-Version: 1.0\nContent-Type: text/plain\n\nhi" },
+			want: []string{"args.pools[0].userData: Invalid value: \"<user data>\": MIME user data must be multipart"}},
+		{name: "user data too long", mutate: func(a *config.TailorArgs) { a.Pools[0].UserData = strings.Repeat("#", 13<<10) },
+			want: []string{"args.pools[0].userData: Too long"}},
 		{name: "kubelet settings", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].Kubelet = config.Kubelet{MaxPods: 110, MaxPodsPolicy: config.MaxPodsPrefixDelegation, PodsPerCore: 10,
 				SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), "pid": resource.MustParse("1000")},
@@ -129,7 +153,7 @@ func TestValidateTailorArgs(t *testing.T) {
 			a.Pools[0].InstanceProfile = "arn:aws:iam::123456789012:instance-profile/eks/prod-node"
 		}},
 		{name: "bad instance profile", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceProfile = "prod node" }, want: []string{`args.pools[0].instanceProfile: Invalid value: "prod node"`}},
-		{name: "bottlerocket alias", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI = "bottlerocket" }},
+		{name: "bottlerocket alias", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI, a.Pools[0].ImageFamily = "bottlerocket", "bottlerocket" }},
 		{name: "cluster bootstrap overrides", mutate: func(a *config.TailorArgs) {
 			a.ClusterEndpoint, a.ClusterCABundle, a.ServiceCIDR, a.IPFamily = "https://ABC.gr7.us-east-1.eks.amazonaws.com", testCABundle(t), "10.100.0.0/16", "ipv4"
 		}},

@@ -53,6 +53,9 @@ func (p *Provider) launch(ctx context.Context, req cloud.LaunchRequest) (*cloud.
 	if err != nil {
 		return nil, err
 	}
+	if req.Settings.ImageFamily != "" {
+		family = req.Settings.ImageFamily // chosen for an image ID; an alias's is its own
+	}
 	// Every resource the launch creates carries the cluster's ownership tags from its creation:
 	// the controller's IAM policy allows the create calls only with them, and terminations and
 	// deletions only of resources that have them.
@@ -115,14 +118,8 @@ func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.Instan
 	groupOf := map[string]int{}
 	overrideGroup := make([]int, len(req.Overrides))
 	for i := range req.Overrides {
-		nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, kubelet: kubeletFor(&types[i], &req.Settings.Kubelet)}
-		var userData string
-		var err error
-		if family == familyBottlerocket {
-			userData, err = bottlerocketUserData(p.opts, nb)
-		} else {
-			userData, err = nodeadmUserData(p.opts, nb)
-		}
+		nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, kubelet: kubeletFor(&types[i], &req.Settings.Kubelet), userData: req.Settings.UserData}
+		userData, err := p.userData(family, nb)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -489,14 +486,19 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (template
 	if t.settings.DetailedMonitoring {
 		data.Monitoring = &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(true)}
 	}
-	if p.ipv6() {
+	if p.ipv6() || t.settings.AssociatePublicIP != nil {
 		// An IPv6 cluster's nodes need an IPv6 address on their primary interface, its primary
 		// IPv6 (the node's address, and the VPC CNI's prefix delegation hangs off it), as
-		// Karpenter and EKS managed node groups launch them. The security groups then go on the
-		// interface: EC2 refuses them in both places.
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), Groups: t.securityGroups, Ipv6AddressCount: aws.Int32(1), PrimaryIpv6: aws.Bool(true),
-		}}
+		// Karpenter and EKS managed node groups launch them; a public IPv4 address is asked for
+		// on the interface too. The security groups then go on the interface: EC2 refuses them
+		// in both places.
+		nic := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			DeviceIndex: aws.Int32(0), Groups: t.securityGroups, AssociatePublicIpAddress: t.settings.AssociatePublicIP,
+		}
+		if p.ipv6() {
+			nic.Ipv6AddressCount, nic.PrimaryIpv6 = aws.Int32(1), aws.Bool(true)
+		}
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{nic}
 		data.SecurityGroupIds = nil
 	}
 	if t.profile != "" {
@@ -570,10 +572,14 @@ func normalizedIMDS(s cloud.LaunchSettings) (tokens string, hops int32, v6 bool)
 // defaults).
 func settingsKey(s cloud.LaunchSettings) string {
 	tokens, hops, v6 := normalizedIMDS(s)
-	if len(s.BlockDevices) == 0 && tokens == string(ec2types.LaunchTemplateHttpTokensStateRequired) && hops == 1 && !v6 && !s.DetailedMonitoring {
+	if len(s.BlockDevices) == 0 && tokens == string(ec2types.LaunchTemplateHttpTokensStateRequired) && hops == 1 && !v6 && !s.DetailedMonitoring && s.AssociatePublicIP == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s|%d|%t|%t|%+v", tokens, hops, v6, s.DetailedMonitoring, s.BlockDevices)
+	k := fmt.Sprintf("%s|%d|%t|%t|%+v", tokens, hops, v6, s.DetailedMonitoring, s.BlockDevices)
+	if s.AssociatePublicIP != nil {
+		k += fmt.Sprintf("|public-ip=%t", *s.AssociatePublicIP)
+	}
+	return k
 }
 
 // blockDevices are the pool's volumes, or else the root (and Bottlerocket data) volumes of the
@@ -608,7 +614,7 @@ func blockDevices(family string, pool []cloud.BlockDevice) []ec2types.LaunchTemp
 			},
 		}
 	}
-	switch family {
+	switch family { // a custom image keeps its own
 	case familyAL2023:
 		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 20)}
 	case familyBottlerocket:

@@ -265,3 +265,53 @@ func TestLaunchSettingsInTheTemplate(t *testing.T) {
 		}
 	}
 }
+
+// The pool's image family, user data and public IP choice reach the template: an image ID of the
+// Bottlerocket family gets Bottlerocket's settings with the pool's merged under Tailor's; AL2023
+// gets the pool's parts before Tailor's NodeConfig; a custom image gets the pool's user data
+// alone and keeps its own volumes; a public IP is asked for on the primary interface.
+func TestImageFamilyAndUserDataInTheTemplate(t *testing.T) {
+	e := newEnv(t)
+	a := e.subnet(t, e.sim.Zones()[0])
+	launch := func(token, image string, s cloud.LaunchSettings) (url.Values, string) {
+		t.Helper()
+		req := e.request(t, token, cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a})
+		req.Image, req.Settings = image, s
+		res, err := e.p.Launch(testCtx(t), req)
+		if err != nil || res.Instance == nil {
+			t.Fatalf("%+v %v", res, err)
+		}
+		lts := e.sim.LaunchTemplates()
+		ud, _ := e.sim.UserData(res.Instance.ID)
+		return lts[len(lts)-1].Data, ud
+	}
+	ami, _ := e.sim.SSMParameter("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")
+	yes := true
+
+	_, br := launch("c-br", ami, cloud.LaunchSettings{ImageFamily: familyBottlerocket,
+		UserData: "[settings.kernel]\nlockdown = \"integrity\"\n[settings.kubernetes]\ncluster-name = \"not-mine\"\nmax-pods = 7\n"})
+	for _, want := range []string{"lockdown = \"integrity\"", "cluster-name = \"" + cluster + "\"", "max-pods = 29"} {
+		if !strings.Contains(br, want) {
+			t.Errorf("bottlerocket user data lacks %q:\n%s", want, br)
+		}
+	}
+
+	_, al := launch("c-al", "al2023", cloud.LaunchSettings{UserData: "#!/bin/bash\necho pool-script\n"})
+	script, nodeConfig := strings.Index(al, "echo pool-script"), strings.Index(al, "kind: NodeConfig")
+	if script < 0 || nodeConfig < script || !strings.Contains(al, "Content-Type: text/x-shellscript") {
+		t.Errorf("AL2023 user data does not put the pool's script before Tailor's NodeConfig:\n%s", al)
+	}
+
+	data, custom := launch("c-custom", ami, cloud.LaunchSettings{ImageFamily: familyCustom, UserData: "#!/bin/bash\n/opt/join.sh\n", AssociatePublicIP: &yes})
+	if custom != "#!/bin/bash\n/opt/join.sh\n" {
+		t.Errorf("custom user data %q, want the pool's alone", custom)
+	}
+	for k, want := range map[string]string{
+		"BlockDeviceMapping.1.DeviceName": "", "NetworkInterface.1.AssociatePublicIpAddress": "true", "NetworkInterface.1.DeviceIndex": "0",
+		"NetworkInterface.1.SecurityGroupId.1": e.sim.ClusterSecurityGroupID(), "SecurityGroupId.1": "",
+	} {
+		if got := data.Get(k); got != want {
+			t.Errorf("custom: %s = %q, want %q", k, got, want)
+		}
+	}
+}

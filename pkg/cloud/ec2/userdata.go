@@ -9,16 +9,37 @@ import (
 	"unicode"
 
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/userdata"
 )
 
 // Image families: how a node bootstraps, which decides the user data.
 const (
 	familyAL2023       = "al2023"
 	familyBottlerocket = "bottlerocket"
+	familyCustom       = "custom"
 )
 
-// mimeBoundary separates the parts of the AL2023 user data.
-const mimeBoundary = "//"
+// maxUserData is the most user data EC2 takes (before base64).
+const maxUserData = 16 << 10
+
+// userData is the user data of a node of the family: Tailor's bootstrap merged with the pool's
+// own (the pool's alone for a custom image).
+func (p *Provider) userData(family string, nb nodeBootstrap) (string, error) {
+	var ud string
+	var err error
+	switch family {
+	case familyBottlerocket:
+		ud, err = bottlerocketUserData(p.opts, nb)
+	case familyCustom:
+		ud = nb.userData
+	default:
+		ud, err = nodeadmUserData(p.opts, nb)
+	}
+	if err == nil && len(ud) > maxUserData {
+		err = fmt.Errorf("ec2: launch: the user data is %d bytes with Tailor's bootstrap, more than the %d EC2 takes: shorten the pool's userData", len(ud), maxUserData)
+	}
+	return ud, err
+}
 
 // nodeBootstrap is what one launch template tells its nodes beyond the cluster: the labels and
 // taints they register with and their pod limit.
@@ -26,6 +47,8 @@ type nodeBootstrap struct {
 	labels  map[string]string
 	taints  []cloud.Taint
 	kubelet kubeletSettings
+	// userData is the pool's own, merged with Tailor's.
+	userData string
 }
 
 // nodeadmUserData is the AL2023 user data: a MIME multi-part document with one nodeadm
@@ -38,10 +61,6 @@ func nodeadmUserData(o Options, nb nodeBootstrap) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	b.WriteString("MIME-Version: 1.0\n")
-	fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=%q\n\n", mimeBoundary)
-	fmt.Fprintf(&b, "--%s\n", mimeBoundary)
-	b.WriteString("Content-Type: application/node.eks.aws\n\n")
 	b.WriteString("---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n")
 	fmt.Fprintf(&b, "    name: %s\n", quote(o.ClusterName))
 	if o.ClusterEndpoint != "" {
@@ -63,8 +82,15 @@ func nodeadmUserData(o Options, nb nodeBootstrap) (string, error) {
 			fmt.Fprintf(&b, "      - %s\n", quote(f))
 		}
 	}
-	fmt.Fprintf(&b, "\n--%s--\n", mimeBoundary)
-	return b.String(), nil
+	// The pool's parts go first: nodeadm merges NodeConfigs in order, so Tailor's cluster, pod
+	// limit and reservations, which the planner counted with, win.
+	var parts []userdata.Part
+	if nb.userData != "" {
+		if parts, err = userdata.Parts(nb.userData); err != nil {
+			return "", fmt.Errorf("ec2: pool user data: %w", err)
+		}
+	}
+	return userdata.MIME(append(parts, userdata.Part{ContentType: userdata.NodeConfigType, Body: b.String()}))
 }
 
 // kubeletFlags returns --node-labels and --register-with-taints for the kubelet (labels sorted).
@@ -181,7 +207,14 @@ func bottlerocketUserData(o Options, nb nodeBootstrap) (string, error) {
 			fmt.Fprintf(&b, "%s = [%s]\n", quote(k), strings.Join(byKey[k], ", "))
 		}
 	}
-	return b.String(), nil
+	if nb.userData == "" {
+		return b.String(), nil
+	}
+	merged, err := userdata.MergeTOML(nb.userData, b.String())
+	if err != nil {
+		return "", fmt.Errorf("ec2: pool user data: %w", err)
+	}
+	return merged, nil
 }
 
 // clusterDNS is the cluster DNS service's address in an EKS cluster: the tenth address of the

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailor-eks/tailor/pkg/cloud"
+	"github.com/tailor-eks/tailor/pkg/userdata"
 )
 
 // FuzzUserData builds both image families' user data from arbitrary cluster settings, one label
@@ -31,7 +32,7 @@ func FuzzUserData(f *testing.F) {
 
 		if ud, err := nodeadmUserData(o, nb); err == nil {
 			start := strings.Index(ud, "Content-Type: application/node.eks.aws\n\n")
-			end := strings.LastIndex(ud, "\n--"+mimeBoundary+"--")
+			end := strings.LastIndex(ud, "\n--"+userdata.Boundary+"--")
 			if start < 0 || end < start {
 				t.Fatalf("no NodeConfig part in %q", ud)
 			}

@@ -194,8 +194,11 @@ func parseBottlerocket(userData string, c Cluster) (*Bootstrap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bottlerocket settings: %w", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("bottlerocket settings: unknown setting %s", und[0])
+	for _, key := range md.Undecoded() {
+		// Other settings (kernel, host containers…) are no business of the kubelet's.
+		if k := key.String(); strings.HasPrefix(k, "settings.kubernetes.") {
+			return nil, fmt.Errorf("bottlerocket settings: unknown setting %s", k)
+		}
 	}
 	k := s.Settings.Kubernetes
 	switch {
