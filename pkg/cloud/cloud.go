@@ -17,6 +17,9 @@ type CapacityType string
 const (
 	OnDemand CapacityType = "on-demand"
 	Spot     CapacityType = "spot"
+	// Reserved is capacity in an On-Demand Capacity Reservation or a Capacity Block for ML
+	// that the account has already paid for.
+	Reserved CapacityType = "reserved"
 )
 
 // InstanceType is one launchable machine shape with everything the planner and the allocatable
@@ -54,6 +57,22 @@ type Offering struct {
 	Zone         string
 	CapacityType CapacityType
 	PricePerHour float64
+	// Reservation is the capacity reservation a reserved offering launches into.
+	Reservation *CapacityReservation
+}
+
+// CapacityReservation is an active On-Demand Capacity Reservation or Capacity Block: instances of
+// one type in one zone, paid for whether used or not.
+type CapacityReservation struct {
+	ID           string
+	InstanceType string
+	Zone         string
+	// Available is how many more instances it takes now.
+	Available int64
+	// CapacityBlock is a Capacity Block for ML, whose instances EC2 reclaims as it ends.
+	CapacityBlock bool
+	// EndsAt is when it ends (zero: it does not).
+	EndsAt time.Time
 }
 
 // Subnet is a launchable subnet.
@@ -99,6 +118,9 @@ type LaunchRequest struct {
 	TemplateTags map[string]string
 	// Settings are the pool's launch settings; the zero value is the provider's defaults.
 	Settings LaunchSettings
+	// Reservation, for CapacityType Reserved, is the reservation the instance launches into
+	// (the overrides are of its type and zone).
+	Reservation *CapacityReservation
 }
 
 // LaunchSettings are how a pool's instances are launched beyond their image and network.
@@ -194,8 +216,10 @@ type Instance struct {
 	PrivateIP      string
 	State          string
 	CapacityType   CapacityType
-	LaunchTime     time.Time
-	Tags           map[string]string
+	// CapacityReservationID is the reservation the instance runs in (CapacityType Reserved).
+	CapacityReservationID string
+	LaunchTime            time.Time
+	Tags                  map[string]string
 }
 
 // ProviderID is the Node spec.providerID the kubelet (and cloud provider) sets for this instance.
@@ -212,6 +236,9 @@ type Provider interface {
 	Subnets(ctx context.Context, sel Selector) ([]Subnet, error)
 	// SecurityGroups returns the IDs of the security groups the selector picks.
 	SecurityGroups(ctx context.Context, sel Selector) ([]string, error)
+	// CapacityReservations returns the active capacity reservations the selector picks (by IDs
+	// or tags) that take instances this account launches into them by target.
+	CapacityReservations(ctx context.Context, sel Selector) ([]CapacityReservation, error)
 	// ResolveImage returns the AMI ID a launch of the instance types with image (an AMI ID or an
 	// alias, as LaunchRequest.Image) would use now.
 	ResolveImage(ctx context.Context, image string, instanceTypes []string) (string, error)

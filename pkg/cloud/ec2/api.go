@@ -21,6 +21,7 @@ type ec2API struct {
 	CreateFleet                   func(context.Context, *ec2.CreateFleetInput, ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
 	CreateLaunchTemplate          func(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 	DeleteLaunchTemplate          func(context.Context, *ec2.DeleteLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
+	DescribeCapacityReservations  func(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
 	DescribeInstanceTypeOfferings func(context.Context, *ec2.DescribeInstanceTypeOfferingsInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
 	DescribeInstanceTypes         func(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
 	DescribeInstances             func(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
@@ -36,6 +37,7 @@ func newEC2API(c *ec2.Client) ec2API {
 		CreateFleet:                   c.CreateFleet,
 		CreateLaunchTemplate:          c.CreateLaunchTemplate,
 		DeleteLaunchTemplate:          c.DeleteLaunchTemplate,
+		DescribeCapacityReservations:  c.DescribeCapacityReservations,
 		DescribeInstanceTypeOfferings: c.DescribeInstanceTypeOfferings,
 		DescribeInstanceTypes:         c.DescribeInstanceTypes,
 		DescribeInstances:             c.DescribeInstances,

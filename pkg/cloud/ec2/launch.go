@@ -84,7 +84,10 @@ func checkLaunch(req cloud.LaunchRequest) ([]string, error) {
 	if len(req.Overrides) == 0 {
 		return nil, errors.New("ec2: launch without overrides")
 	}
-	if req.CapacityType != cloud.OnDemand && req.CapacityType != cloud.Spot {
+	if req.CapacityType == cloud.Reserved && (req.Reservation == nil || req.Reservation.ID == "") {
+		return nil, errors.New("ec2: launch: reserved capacity without a reservation")
+	}
+	if req.CapacityType != cloud.OnDemand && req.CapacityType != cloud.Spot && req.CapacityType != cloud.Reserved {
 		return nil, fmt.Errorf("ec2: launch: unknown capacity type %q", req.CapacityType)
 	}
 	names := make([]string, len(req.Overrides))
@@ -130,7 +133,7 @@ func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.Instan
 			tmpls = append(tmpls, templateSpec{
 				family: family, imageID: imageID, profile: req.InstanceProfile,
 				securityGroups: slices.Compact(slices.Sorted(slices.Values(req.SecurityGroupIDs))), userData: userData,
-				capacityType: req.CapacityType, tags: tags, settings: req.Settings,
+				capacityType: req.CapacityType, tags: tags, settings: req.Settings, reservation: req.Reservation,
 			})
 		}
 		overrideGroup[i] = g
@@ -147,13 +150,14 @@ func fleetInput(req cloud.LaunchRequest, templates int, overrideGroup []int, zon
 		ClientToken: clientToken(req.ClientToken),
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+			DefaultTargetCapacityType: fleetCapacityType(req),
 		},
 		TagSpecifications: fleetTags(tags),
 	}
-	if req.CapacityType == cloud.Spot {
+	switch fleetCapacityType(req) {
+	case ec2types.DefaultTargetCapacityTypeSpot:
 		input.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: spotStrategy}
-	} else {
+	case ec2types.DefaultTargetCapacityTypeOnDemand:
 		input.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: onDemandStrategy}
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, templates)
@@ -433,6 +437,8 @@ type templateSpec struct {
 	tags map[string]string
 	// settings are the pool's launch settings.
 	settings cloud.LaunchSettings
+	// reservation is the capacity reservation the template targets (nil: none).
+	reservation *cloud.CapacityReservation
 }
 
 // templateRef is a launch template that exists: its ID and the version to launch.
@@ -451,6 +457,9 @@ func (p *Provider) templateName(t templateSpec) string {
 	}
 	if k := settingsKey(t.settings); k != "" {
 		parts = append(parts, k) // the defaults add nothing: templates made before keep their names
+	}
+	if t.reservation != nil {
+		parts = append(parts, "reservation="+t.reservation.ID)
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.tags)) {
 		parts = append(parts, k+"="+t.tags[k])
@@ -483,6 +492,7 @@ func (p *Provider) ensureTemplate(ctx context.Context, t templateSpec) (template
 		BlockDeviceMappings: blockDevices(t.family, t.settings.BlockDevices),
 		TagSpecifications:   templateTagSpecs(t),
 	}
+	reservationSpec(data, t.reservation)
 	if t.settings.DetailedMonitoring {
 		data.Monitoring = &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(true)}
 	}

@@ -364,8 +364,9 @@ func toInstance(in ec2types.Instance) cloud.Instance {
 	if in.State != nil {
 		out.State = string(in.State.Name)
 	}
-	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		out.CapacityType = cloud.Spot
+	out.CapacityType = instanceCapacityType(in)
+	if out.CapacityType == cloud.Reserved {
+		out.CapacityReservationID = aws.ToString(in.CapacityReservationId)
 	}
 	for _, t := range in.Tags {
 		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)

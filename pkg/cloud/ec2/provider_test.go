@@ -556,7 +556,8 @@ func TestLaunch(t *testing.T) {
 		{"unknown type", e.request(t, "bad-type", cloud.OnDemand, cloud.Override{InstanceType: "m5.huge", SubnetID: a}), "instance type m5.huge is not offered"},
 		{"mixed architectures", e.request(t, "mixed", cloud.OnDemand, cloud.Override{InstanceType: "m5.large", SubnetID: a}, cloud.Override{InstanceType: "m6g.large", SubnetID: a}), "several architectures (amd64: m5.large; arm64: m6g.large)"},
 		{"no overrides", e.request(t, "none", cloud.OnDemand), "without overrides"},
-		{"bad capacity type", e.request(t, "ct", "reserved", cloud.Override{InstanceType: "m5.large", SubnetID: a}), "capacity type"},
+		{"bad capacity type", e.request(t, "ct", "dedicated", cloud.Override{InstanceType: "m5.large", SubnetID: a}), "capacity type"},
+		{"reserved without a reservation", e.request(t, "ct-r", cloud.Reserved, cloud.Override{InstanceType: "m5.large", SubnetID: a}), "reserved capacity without a reservation"},
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,9 +30,11 @@ type Provider struct {
 	failures  []failure
 	capacity  map[string]int // "type/zone/capacity-type" → instances left; absent means unbounded
 	images    map[string]string
-	launches  int
-	next      int
-	now       func() time.Time
+	// reservations are what CapacityReservations returns, whatever the selector.
+	reservations []cloud.CapacityReservation
+	launches     int
+	next         int
+	now          func() time.Time
 }
 
 type failure struct {
@@ -148,6 +150,29 @@ func (p *Provider) InstanceType(ctx context.Context, name string) (cloud.Instanc
 		}
 	}
 	return cloud.InstanceType{}, false, nil
+}
+
+// SetCapacityReservations sets the reservations CapacityReservations returns.
+func (p *Provider) SetCapacityReservations(rs []cloud.CapacityReservation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reservations = slices.Clone(rs)
+}
+
+// CapacityReservations returns the reservations set, those of the selector's IDs if it has any.
+func (p *Provider) CapacityReservations(_ context.Context, sel cloud.Selector) ([]cloud.CapacityReservation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.failing("CapacityReservations"); err != nil {
+		return nil, err
+	}
+	var out []cloud.CapacityReservation
+	for _, r := range p.reservations {
+		if len(sel.IDs) == 0 || slices.Contains(sel.IDs, r.ID) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // Subnets implements cloud.Provider: by ID, or every subnet for a tag selector (the fake's

@@ -102,7 +102,7 @@ func TestDecisions(t *testing.T) {
 	res := func(typ, id string, requestTags, tags map[string]string) []ec2sim.AuthorizedResource {
 		return []ec2sim.AuthorizedResource{{Type: typ, ID: id, RequestTags: requestTags, Tags: tags}}
 	}
-	const inst, lt = "i-0123456789abcdef0", "lt-0123456789abcdef0"
+	const inst, lt, cr = "i-0123456789abcdef0", "lt-0123456789abcdef0", "cr-0123456789abcdef0"
 	tests := []struct {
 		name  string
 		req   ec2sim.AuthorizationRequest
@@ -138,6 +138,11 @@ func TestDecisions(t *testing.T) {
 		{"describe this cluster", ec2sim.AuthorizationRequest{Action: "eks:DescribeCluster", Resources: res("cluster", cluster, nil, nil)}, true},
 		{"describe another cluster", ec2sim.AuthorizationRequest{Action: "eks:DescribeCluster", Resources: res("cluster", "other", nil, nil)}, false},
 		{"describe instances", ec2sim.AuthorizationRequest{Action: "ec2:DescribeInstances"}, true},
+		{"describe capacity reservations", ec2sim.AuthorizationRequest{Action: "ec2:DescribeCapacityReservations"}, true},
+		{"CreateFleet into a capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:CreateFleet", Resources: res("capacity-reservation", cr, nil, tags("team", "ml"))}, true},
+		{"RunInstances into an untagged capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:RunInstances", Resources: res("capacity-reservation", cr, nil, map[string]string{})}, true},
+		{"create a capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:CreateCapacityReservation", Resources: res("capacity-reservation", cr, ours, nil)}, false},
+		{"cancel a capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:CancelCapacityReservation", Resources: res("capacity-reservation", cr, nil, ours)}, false},
 		{"read prices", ec2sim.AuthorizationRequest{Action: "pricing:GetProducts"}, true},
 		{"describe images (Tailor does not)", ec2sim.AuthorizationRequest{Action: "ec2:DescribeImages"}, false},
 		{"delete a volume", ec2sim.AuthorizationRequest{Action: "ec2:DeleteVolume", Resources: res("volume", "vol-1", nil, ours)}, false},

@@ -50,6 +50,10 @@ func tailorCalls(t *testing.T) []ec2sim.AuthorizationRequest {
 	if _, err := p.InstanceTypes(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Listing the capacity reservations pools may launch into.
+	if _, err := p.CapacityReservations(ctx, cloud.Selector{Tags: map[string]string{"team": "ml"}}); err != nil {
+		t.Fatal(err)
+	}
 	discovery := cloud.Selector{Tags: map[string]string{ec2sim.DiscoveryTagKey: cluster}}
 	subnets, err := p.Subnets(ctx, discovery)
 	if err != nil || len(subnets) == 0 {
