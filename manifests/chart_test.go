@@ -530,7 +530,8 @@ func TestSchedulerConfigRefusesBadSettings(t *testing.T) {
 		{"settings.batch.idleDuration=soon", `invalid duration "soon"`},
 		{"settings.consolidation.minSavingsPercent=95", "consolidationMinSavingsPercent"},
 		{"settings.interruptionQueue=arn:aws:sqs:us-east-1:123456789012:q", "interruptionQueue"},
-		{"pools[0].capacityTypes[0]=reserved", "capacityTypes"},
+		{"pools[0].capacityTypes[0]=dedicated", "capacityTypes"},
+		{"pools[0].capacityTypes[0]=reserved", "capacityReservationSelector"},
 		{"gangScheduling.zonePolicy=Nearby", "gangZonePolicy"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
@@ -777,7 +778,7 @@ func TestValuesSchemaRefusesBadValues(t *testing.T) {
 		// want are the parts of the message: the path of the bad value and what is wrong.
 		want []string
 	}{
-		{"unknown capacity type", []string{"--set", "pools[0].capacityTypes[0]=reserved"}, []string{"/pools/0/capacityTypes/0", "'on-demand', 'spot'"}},
+		{"unknown capacity type", []string{"--set", "pools[0].capacityTypes[0]=dedicated"}, []string{"/pools/0/capacityTypes/0", "'on-demand', 'spot', 'reserved'"}},
 		{"weight out of range", []string{"--set", "pools[0].weight=101"}, []string{"/pools/0/weight", "maximum"}},
 		{"volume size", []string{"--set", "pools[0].blockDeviceMappings[0].deviceName=/dev/xvda", "--set", "pools[0].blockDeviceMappings[0].volumeSize=20G"},
 			[]string{"/pools/0/blockDeviceMappings/0/volumeSize"}},

@@ -87,8 +87,11 @@ type Pool struct {
 	Weight int32
 	// Requirements restrict instance types and offerings by well-known and Tailor labels.
 	Requirements []Requirement
-	// CapacityTypes the pool may buy: on-demand, spot.
+	// CapacityTypes the pool may buy: on-demand, spot, reserved.
 	CapacityTypes []string
+	// CapacityReservationSelector picks the capacity reservations (On-Demand Capacity
+	// Reservations, Capacity Blocks) reserved capacity launches into.
+	CapacityReservationSelector Selector
 	// Zones restricts the pool to these availability zones. Empty means every zone with a subnet.
 	Zones []string
 	// SubnetSelector picks the subnets instances launch into.

@@ -271,3 +271,21 @@ func FromUnstructured(obj interface{}) (*v1alpha1.Claim, error) {
 	}
 	return c, nil
 }
+
+// ReservedInFlight counts the claims that will take an instance of the capacity reservation that
+// a read of the reservation at readAt did not count: pending ones, and those launched since.
+func (s *Store) ReservedInFlight(reservationID string, readAt time.Time) int {
+	n := 0
+	for _, c := range s.View() {
+		if r := c.Spec.CapacityReservation; r == nil || r.ID != reservationID {
+			continue
+		}
+		switch {
+		case c.Status.Phase == "" || c.Status.Phase == v1alpha1.ClaimPending:
+			n++
+		case c.Status.Phase != v1alpha1.ClaimFailed && c.Status.LaunchedAt != nil && !c.Status.LaunchedAt.Time.Before(readAt):
+			n++
+		}
+	}
+	return n
+}

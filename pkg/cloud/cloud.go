@@ -61,6 +61,10 @@ type Offering struct {
 	Reservation *CapacityReservation
 }
 
+// CapacityBlockDrainLead is how long before a Capacity Block ends its nodes are drained: EC2
+// warns 40 minutes before the end and begins reclaiming the instances 10 minutes later.
+const CapacityBlockDrainLead = 40 * time.Minute
+
 // CapacityReservation is an active On-Demand Capacity Reservation or Capacity Block: instances of
 // one type in one zone, paid for whether used or not.
 type CapacityReservation struct {

@@ -29,6 +29,8 @@ const methodInterruption = "interruption"
 const (
 	InterruptionSpot      = "spot-interruption"
 	InterruptionScheduled = "scheduled-change"
+	// InterruptionCapacityBlock marks a node of a Capacity Block that ends soon.
+	InterruptionCapacityBlock = "capacity-block-ending"
 	// InterruptionStoppedPrefix + the instance state (stopping, stopped, shutting-down,
 	// terminated) marks an instance that is already going.
 	InterruptionStoppedPrefix = v1alpha1.InterruptedInstanceGoing
@@ -47,13 +49,24 @@ func instanceGoing(n *corev1.Node) bool {
 	return strings.HasPrefix(interruption(n), InterruptionStoppedPrefix)
 }
 
+// capacityBlockPatience is how long a node of an ending Capacity Block waits for its
+// replacements before it drains anyway: EC2 reclaims the instance 10 minutes after the drain
+// begins, and the pods need the rest of that time to leave gracefully.
+const capacityBlockPatience = 5 * time.Minute
+
 // impatient says whether an interrupted node should drain now, replacements up or not.
 func (c *Controller) impatient(n *corev1.Node) bool {
-	if interruption(n) != InterruptionSpot {
+	var patience time.Duration
+	switch interruption(n) {
+	case InterruptionSpot:
+		patience = spotPatience
+	case InterruptionCapacityBlock:
+		patience = capacityBlockPatience
+	default:
 		return false
 	}
 	at, err := time.Parse(time.RFC3339, n.Annotations[v1alpha1.AnnotationInterruptedAt])
-	return err != nil || c.now().Sub(at) >= spotPatience
+	return err != nil || c.now().Sub(at) >= patience
 }
 
 // Interrupt tells the loop that EC2 is taking the claim's instance away, for the reason kind

@@ -2,7 +2,6 @@ package consolidation
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -104,10 +103,11 @@ func (c *Controller) replacements(ctx context.Context, s *snapshot, podsOn map[s
 				// The pass drains it with the other disrupting nodes.
 			}
 		default:
-			// An interrupted spot node waits only so long for its replacements.
+			// An interrupted spot node, or one of an ending Capacity Block, waits only so long for
+			// its replacements.
 			for _, name := range olds {
 				if o, ok := owned[name]; ok && c.impatient(o.node) {
-					c.markReplaced(ctx, o, fmt.Sprintf("its replacements are not up %s after the interruption warning", spotPatience))
+					c.markReplaced(ctx, o, "its replacements are not up in the time left before EC2 reclaims it")
 				}
 			}
 		}

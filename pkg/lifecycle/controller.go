@@ -62,9 +62,12 @@ type Controller struct {
 	NodeInformer cache.SharedIndexInformer
 	Recorder     events.EventRecorder
 	// Observed learns each instance type's real allocatable from the nodes that register.
-	Observed    *catalog.Observed
-	SweepPeriod time.Duration
-	OrphanGrace time.Duration
+	Observed *catalog.Observed
+	// EndingCapacityBlock hands over the node of a claim whose Capacity Block ends soon, to be
+	// replaced and drained (consolidation's interruption method does it); nil does nothing.
+	EndingCapacityBlock func(ctx context.Context, claim string) error
+	SweepPeriod         time.Duration
+	OrphanGrace         time.Duration
 	// Clock reads the time for the sweep's timeouts and grace periods; default the real one.
 	Clock clock.PassiveClock
 	// TemplateGCPeriod and TemplateGrace pace the deletion of unused launch templates
@@ -298,6 +301,7 @@ func (c *Controller) sweep(ctx context.Context) {
 			c.releaseDeletingNode(ctx, n, cl, running)
 		}
 	}
+	blockEnds, _ := c.blockEnds(ctx, cls, now)
 	for _, cl := range cls {
 		if cl.DeletionTimestamp != nil && cl.Status.Phase == v1alpha1.ClaimRegistered {
 			c.terminateDrained(ctx, cl, running)
@@ -321,6 +325,7 @@ func (c *Controller) sweep(ctx context.Context) {
 					c.checkInitialized(ctx, cl, running, now)
 				}
 				c.checkImageDrift(ctx, cl)
+				c.checkCapacityBlock(ctx, cl, blockEnds, now)
 			} else {
 				c.instanceGone(ctx, cl, running)
 			}

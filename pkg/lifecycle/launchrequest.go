@@ -43,6 +43,7 @@ func (c *Controller) createInstance(ctx context.Context, cl *v1alpha1.Claim) (*c
 		Tags:             nodeshape.InstanceTags(c.Args.ClusterName, pool, cl.Name),
 		TemplateTags:     nodeshape.TemplateTags(pool),
 		Settings:         launchSettings(pool),
+		Reservation:      reservationOf(cl),
 	})
 	if err != nil {
 		var noCapacity []cloud.OfferingError
@@ -149,4 +150,20 @@ func launchSettings(pool *config.Pool) cloud.LaunchSettings {
 		})
 	}
 	return s
+}
+
+// reservationOf is the capacity reservation a reserved claim launches into.
+func reservationOf(cl *v1alpha1.Claim) *cloud.CapacityReservation {
+	r := cl.Spec.CapacityReservation
+	if r == nil {
+		return nil
+	}
+	out := &cloud.CapacityReservation{ID: r.ID, CapacityBlock: r.CapacityBlock, Zone: cl.Spec.Zone}
+	if len(cl.Spec.InstanceTypes) > 0 {
+		out.InstanceType = cl.Spec.InstanceTypes[0]
+	}
+	if r.EndsAt != nil {
+		out.EndsAt = r.EndsAt.Time
+	}
+	return out
 }

@@ -29,6 +29,9 @@ type Options struct {
 	Observed *catalog.Observed
 	// Clock reads the time for the caches (default: the real one).
 	Clock clock.PassiveClock
+	// ReservedInFlight counts the claims that will take an instance of the capacity reservation
+	// that a read of it at the time did not count yet: pending, or launched since.
+	ReservedInFlight func(reservationID string, readAt time.Time) int
 }
 
 // Cache lists what every pool can launch and remembers, for a while, each pool's network and
@@ -39,6 +42,8 @@ type Cache struct {
 	mu          sync.Mutex
 	network     map[string]Network
 	unavailable map[offeringKey]time.Time
+	// reserved are the capacity reservations last read, by selector.
+	reserved map[string]reservationsRead
 	// built are the templates last made and what they were made from. The catalog and the
 	// pools' zones change rarely, and building the templates anew for every batch and every
 	// consolidation pass was most of what the scheduler allocated.
@@ -57,12 +62,16 @@ func New(o Options) *Cache {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Cache{Options: o, network: map[string]Network{}, unavailable: map[offeringKey]time.Time{}}
+	return &Cache{Options: o, network: map[string]Network{}, unavailable: map[offeringKey]time.Time{}, reserved: map[string]reservationsRead{}}
 }
 
 // Templates lists what every pool can launch now.
 func (c *Cache) Templates(ctx context.Context) ([]*planning.Template, error) {
 	its, err := c.Cloud.InstanceTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	its, selected, err := c.withReserved(ctx, its)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +100,7 @@ func (c *Cache) Templates(ctx context.Context) ([]*planning.Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	templates = keepSelected(templates, selected)
 	if c.Observed != nil {
 		planning.UseObserved(templates, c.Observed.Allocatable)
 	}

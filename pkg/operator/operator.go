@@ -174,7 +174,7 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 	observed := &catalog.Observed{}
 	recorder := boundedRecorder{h.EventRecorder()}
 	activate := func(ps []*corev1.Pod) { Activate(h, logger, ps) }
-	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed})
+	offs := offerings.New(offerings.Options{Args: args, Cloud: provider, Daemons: daemons, Observed: observed, ReservedInFlight: store.ReservedInFlight})
 	o.offerings = offs
 	podGroups, err := o.watchPodGroups(h, prof)
 	if err != nil {
@@ -201,6 +201,10 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		Framework: consolidationFramework, Offerings: offs, Replacements: reservations, Recorder: recorder,
 		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
 		Gangs: podGroups != nil,
+	}
+	o.lifecycle.EndingCapacityBlock = func(ctx context.Context, claim string) error {
+		_, err := o.consolidation.Interrupt(ctx, claim, consolidation.InterruptionCapacityBlock, func() {})
+		return err
 	}
 	if queue != nil {
 		o.interruptions = &interruption.Controller{Queue: queue, Claims: store, Disrupter: o.consolidation, Offerings: offs, Region: region,

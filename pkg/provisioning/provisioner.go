@@ -221,7 +221,7 @@ func (p *Provisioner) provision(ctx context.Context, batch []*planning.Pod) {
 	filled := p.clock().Since(start)
 	expected, shares := p.expected(pods)
 	planner := &planning.Planner{Templates: templates, Closed: p.closedPools(ctx, templates)}
-	plan := planner.Plan(ctx, append(pods, expected...))
+	plan := withinReservations(ctx, planner, planner.Plan(ctx, append(pods, expected...)))
 	metrics.Batches.Inc()
 	metrics.BatchPods.Observe(float64(len(pods)))
 	metrics.ExpectedPods.Add(float64(len(expected)))

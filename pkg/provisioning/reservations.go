@@ -107,6 +107,12 @@ func newClaim(n *planning.PlannedNode) *v1alpha1.Claim {
 	for _, alt := range n.Alternatives {
 		claim.Spec.InstanceTypes = append(claim.Spec.InstanceTypes, alt.Type.Name)
 	}
+	if r := t.Offering.Reservation; r != nil {
+		claim.Spec.CapacityReservation = &v1alpha1.CapacityReservation{ID: r.ID, CapacityBlock: r.CapacityBlock}
+		if !r.EndsAt.IsZero() {
+			claim.Spec.CapacityReservation.EndsAt = &metav1.Time{Time: r.EndsAt}
+		}
+	}
 	return claim
 }
 

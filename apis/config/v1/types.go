@@ -73,8 +73,16 @@ type Pool struct {
 	Weight *int32 `json:"weight,omitempty"`
 	// Requirements over well-known and Tailor labels (In, NotIn, Exists, DoesNotExist, Gt, Lt).
 	Requirements []Requirement `json:"requirements,omitempty"`
-	// CapacityTypes the pool may buy: on-demand, spot. Defaults to [on-demand].
+	// CapacityTypes the pool may buy: on-demand, spot, reserved. Defaults to [on-demand].
+	// Reserved capacity (the reservations capacityReservationSelector picks) is planned first,
+	// its cost being paid already, as far as the reservations have instances free; then the
+	// pool's other capacity types.
 	CapacityTypes []string `json:"capacityTypes,omitempty"`
+	// CapacityReservationSelector picks the active On-Demand Capacity Reservations and Capacity
+	// Blocks for ML the pool's reserved capacity launches into: {ids: [cr-…]} or {tags: {…}}.
+	// Required with the reserved capacity type. Nodes in a Capacity Block are drained before EC2
+	// reclaims its instances, from 40 minutes before it ends.
+	CapacityReservationSelector Selector `json:"capacityReservationSelector,omitempty"`
 	// Zones restricts the pool to these availability zones. Empty means every selected subnet's zone.
 	Zones []string `json:"zones,omitempty"`
 	// SubnetSelector picks subnets. Defaults to tags {tailor.dev/discovery: <clusterName>}.

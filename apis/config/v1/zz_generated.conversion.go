@@ -338,6 +338,9 @@ func autoConvert_v1_Pool_To_config_Pool(in *Pool, out *config.Pool, s conversion
 		out.Requirements = nil
 	}
 	out.CapacityTypes = *(*[]string)(unsafe.Pointer(&in.CapacityTypes))
+	if err := Convert_v1_Selector_To_config_Selector(&in.CapacityReservationSelector, &out.CapacityReservationSelector, s); err != nil {
+		return err
+	}
 	out.Zones = *(*[]string)(unsafe.Pointer(&in.Zones))
 	if err := Convert_v1_Selector_To_config_Selector(&in.SubnetSelector, &out.SubnetSelector, s); err != nil {
 		return err
@@ -407,6 +410,9 @@ func autoConvert_config_Pool_To_v1_Pool(in *config.Pool, out *Pool, s conversion
 		out.Requirements = nil
 	}
 	out.CapacityTypes = *(*[]string)(unsafe.Pointer(&in.CapacityTypes))
+	if err := Convert_config_Selector_To_v1_Selector(&in.CapacityReservationSelector, &out.CapacityReservationSelector, s); err != nil {
+		return err
+	}
 	out.Zones = *(*[]string)(unsafe.Pointer(&in.Zones))
 	if err := Convert_config_Selector_To_v1_Selector(&in.SubnetSelector, &out.SubnetSelector, s); err != nil {
 		return err

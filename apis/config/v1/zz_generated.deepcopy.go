@@ -209,6 +209,7 @@ func (in *Pool) DeepCopyInto(out *Pool) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	in.CapacityReservationSelector.DeepCopyInto(&out.CapacityReservationSelector)
 	if in.Zones != nil {
 		in, out := &in.Zones, &out.Zones
 		*out = make([]string, len(*in))

@@ -43,7 +43,7 @@ var (
 	// AMIAliases are the image aliases Tailor resolves through SSM.
 	AMIAliases = sets.New("al2023", "bottlerocket")
 
-	capacityTypes = sets.New("on-demand", "spot")
+	capacityTypes = sets.New("on-demand", "spot", "reserved")
 	ipFamilies    = sets.New("ipv4", "ipv6")
 	taintEffects  = sets.New(string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))
 	limitNames    = sets.New(corev1.ResourceCPU, corev1.ResourceMemory)
@@ -201,6 +201,15 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 			errs = append(errs, field.Duplicate(path.Child("capacityTypes").Index(i), ct))
 		}
 		seen.Insert(ct)
+	}
+	rp := path.Child("capacityReservationSelector")
+	switch empty := len(p.CapacityReservationSelector.IDs) == 0 && len(p.CapacityReservationSelector.Tags) == 0; {
+	case seen.Has("reserved") && empty:
+		errs = append(errs, field.Required(rp, "the reserved capacity type launches into the reservations this selects: {ids: [cr-…]} or {tags: {…}}"))
+	case !seen.Has("reserved") && !empty:
+		errs = append(errs, field.Invalid(path.Child("capacityTypes"), p.CapacityTypes, "a pool with a capacityReservationSelector needs the reserved capacity type"))
+	case !empty:
+		errs = append(errs, validateSelector(rp, p.CapacityReservationSelector, "cr-")...)
 	}
 	for i, z := range p.Zones {
 		if !zonePattern.MatchString(z) {

@@ -54,7 +54,19 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "bad region", mutate: func(a *config.TailorArgs) { a.Region = "mars" }, want: []string{`args.region: Invalid value: "mars"`}},
 		{name: "no pools", mutate: func(a *config.TailorArgs) { a.Pools = nil }, want: []string{"args.pools: Required value"}},
 		{name: "duplicate pool", mutate: func(a *config.TailorArgs) { a.Pools = append(a.Pools, a.Pools[0]) }, want: []string{`args.pools[1].name: Duplicate value: "general"`}},
-		{name: "bad capacity type", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityTypes = []string{"reserved"} }, want: []string{`args.pools[0].capacityTypes[0]: Unsupported value: "reserved"`}},
+		{name: "bad capacity type", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityTypes = []string{"dedicated"} }, want: []string{`args.pools[0].capacityTypes[0]: Unsupported value: "dedicated"`}},
+		{name: "reserved capacity", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].CapacityTypes = []string{"reserved", "on-demand"}
+			a.Pools[0].CapacityReservationSelector = config.Selector{Tags: map[string]string{"team": "ml"}}
+		}},
+		{name: "reserved without a selector", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityTypes = []string{"reserved"} },
+			want: []string{"args.pools[0].capacityReservationSelector: Required value"}},
+		{name: "selector without reserved", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityReservationSelector = config.Selector{IDs: []string{"cr-0123456789abcdef0"}} },
+			want: []string{"args.pools[0].capacityTypes: Invalid value"}},
+		{name: "bad reservation ID", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].CapacityTypes = []string{"reserved"}
+			a.Pools[0].CapacityReservationSelector = config.Selector{IDs: []string{"r-1"}}
+		}, want: []string{`args.pools[0].capacityReservationSelector.ids[0]: Invalid value: "r-1"`}},
 		{name: "unknown requirement key", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Key = "rack" }, want: []string{`args.pools[0].requirements[0].key: Unsupported value: "rack"`}},
 		{name: "Gt needs an integer", mutate: func(a *config.TailorArgs) { a.Pools[0].Requirements[0].Values = []string{"x"} }, want: []string{"args.pools[0].requirements[0].values[0]: Invalid value"}},
 		{name: "In needs values", mutate: func(a *config.TailorArgs) {

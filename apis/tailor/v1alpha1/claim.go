@@ -58,8 +58,10 @@ type Claim struct {
 type ClaimSpec struct {
 	// Pool the capacity belongs to.
 	Pool string `json:"pool"`
-	// CapacityType is on-demand or spot.
+	// CapacityType is on-demand, spot or reserved.
 	CapacityType string `json:"capacityType"`
+	// CapacityReservation is, for reserved capacity, the reservation the instance launches into.
+	CapacityReservation *CapacityReservation `json:"capacityReservation,omitempty"`
 	// Zone the node is planned in.
 	Zone string `json:"zone"`
 	// InstanceTypes acceptable for the planned pods, preferred (cheapest) first.
@@ -83,6 +85,16 @@ type ClaimSpec struct {
 	// Gang is set on the claims planned together for a gang (a Coscheduling PodGroup): they are
 	// launched together or not at all.
 	Gang *Gang `json:"gang,omitempty"`
+}
+
+// CapacityReservation is an On-Demand Capacity Reservation or a Capacity Block for ML.
+type CapacityReservation struct {
+	// ID is the reservation's (cr-…).
+	ID string `json:"id"`
+	// CapacityBlock says it is a Capacity Block, whose instances EC2 reclaims as it ends.
+	CapacityBlock bool `json:"capacityBlock,omitempty"`
+	// EndsAt is when it ends, if it does.
+	EndsAt *metav1.Time `json:"endsAt,omitempty"`
 }
 
 // Gang names the plan of a gang a claim belongs to.

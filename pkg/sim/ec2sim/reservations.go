@@ -239,6 +239,23 @@ func (s *Sim) SetCapacityReservationInstanceCount(id string, n int) error {
 	return nil
 }
 
+// SetCapacityReservationEndDate moves a reservation's end, as extending a Capacity Block does
+// (or a test that cannot wait for one to end): its warning and reclaim follow the new end.
+func (s *Sim) SetCapacityReservationEndDate(id string, end time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reservationByID(id)
+	if r == nil {
+		return fmt.Errorf("ec2sim: no capacity reservation %q", id)
+	}
+	if !end.After(r.start) {
+		return fmt.Errorf("ec2sim: end %s is not after the start %s", end, r.start)
+	}
+	r.end = end
+	r.warned = !s.clock.Now().Before(end.Add(-capacityBlockWarning))
+	return nil
+}
+
 // RouteCapacityBlockEvents puts the Capacity Block events on the queue from now on, as an
 // EventBridge rule for them targeting it would: "Capacity Block Reservation Delivered" when a
 // block starts and "Capacity Block Reservation Expiration Warning" 40 minutes before it ends.
