@@ -61,7 +61,9 @@ func TestValidateTailorArgs(t *testing.T) {
 		}},
 		{name: "reserved without a selector", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityTypes = []string{"reserved"} },
 			want: []string{"args.pools[0].capacityReservationSelector: Required value"}},
-		{name: "selector without reserved", mutate: func(a *config.TailorArgs) { a.Pools[0].CapacityReservationSelector = config.Selector{IDs: []string{"cr-0123456789abcdef0"}} },
+		{name: "selector without reserved", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].CapacityReservationSelector = config.Selector{IDs: []string{"cr-0123456789abcdef0"}}
+		},
 			want: []string{"args.pools[0].capacityTypes: Invalid value"}},
 		{name: "bad reservation ID", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].CapacityTypes = []string{"reserved"}
