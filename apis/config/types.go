@@ -139,7 +139,7 @@ type Pool struct {
 type Requirement struct {
 	corev1.NodeSelectorRequirement
 	// MinValues (0: no minimum) is the number of distinct values of Key among a claim's types.
-	MinValues int32 `json:"minValues,omitempty"`
+	MinValues int32
 }
 
 // Kubelet is the kubelet configuration of a pool's nodes. Zero values leave the image's defaults.
@@ -250,7 +250,15 @@ type Selector struct {
 // zones, network, image, instance profile, labels, taints), not how they are chosen or kept
 // (weight, limits, disruption). A node launched under another fingerprint has drifted.
 func (p *Pool) LaunchHash() string {
-	parts := []any{p.Requirements, p.CapacityTypes, p.Zones, p.SubnetSelector, p.SecurityGroupSelector,
+	// minValues says how flexible a claim is, not what its node is: changing it drifts nothing.
+	var reqs []corev1.NodeSelectorRequirement // nil stays nil: "null", as before
+	if p.Requirements != nil {
+		reqs = make([]corev1.NodeSelectorRequirement, len(p.Requirements))
+	}
+	for i, r := range p.Requirements {
+		reqs[i] = r.NodeSelectorRequirement
+	}
+	parts := []any{reqs, p.CapacityTypes, p.Zones, p.SubnetSelector, p.SecurityGroupSelector,
 		p.AMI, p.InstanceProfile, p.Labels, p.Taints, p.StartupTaints}
 	// Launch settings added later hash only when set, so a pool without them keeps the
 	// fingerprint its nodes launched under (and does not drift on upgrade).
@@ -263,6 +271,9 @@ func (p *Pool) LaunchHash() string {
 	}
 	if (p.ImageFamily != "" && p.ImageFamily != DefaultFamily(p.AMI)) || p.UserData != "" || p.AssociatePublicIPAddress != nil {
 		parts = append(parts, p.ImageFamily, p.UserData, p.AssociatePublicIPAddress)
+	}
+	if len(p.CapacityReservationSelector.IDs) > 0 || len(p.CapacityReservationSelector.Tags) > 0 {
+		parts = append(parts, p.CapacityReservationSelector)
 	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)

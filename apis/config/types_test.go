@@ -35,11 +35,12 @@ func TestLaunchHashKeepsOldFingerprints(t *testing.T) {
 		{name: "kubelet settings", mutate: func(p *Pool) { p.Kubelet = Kubelet{MaxPodsPolicy: MaxPodsENI, MaxPods: 110} }, drifted: true},
 		{name: "minValues unset", mutate: func(p *Pool) {
 			p.Requirements = []Requirement{{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "k", Operator: corev1.NodeSelectorOpExists}}}
-		}, drifted: true}, // a requirement is a change; its zero minValues adds nothing more (below)
+		}, drifted: true}, // a requirement is a change; its minValues adds nothing more (below)
 		{name: "image family of the alias", mutate: func(p *Pool) { p.ImageFamily = FamilyAL2023 }},
 		{name: "custom family", mutate: func(p *Pool) { p.ImageFamily = FamilyCustom }, drifted: true},
 		{name: "user data", mutate: func(p *Pool) { p.UserData = "#!/bin/bash\necho hi\n" }, drifted: true},
 		{name: "public IP", mutate: func(p *Pool) { p.AssociatePublicIPAddress = new(bool) }, drifted: true},
+		{name: "reservations", mutate: func(p *Pool) { p.CapacityReservationSelector = Selector{IDs: []string{"cr-1"}} }, drifted: true},
 	} {
 		p := base
 		tt.mutate(&p)
@@ -47,14 +48,16 @@ func TestLaunchHashKeepsOldFingerprints(t *testing.T) {
 			t.Errorf("%s: fingerprint changed %v, want %v", tt.name, got, tt.drifted)
 		}
 	}
-	// A requirement hashes as the node selector requirement it embeds until it has a minValues.
+	// A requirement hashes as the node selector requirement it embeds, whatever its minValues.
 	req := corev1.NodeSelectorRequirement{Key: "k", Operator: corev1.NodeSelectorOpExists}
 	b, _ = json.Marshal([]any{[]corev1.NodeSelectorRequirement{req}, base.CapacityTypes, base.Zones, base.SubnetSelector, base.SecurityGroupSelector,
 		base.AMI, base.InstanceProfile, base.Labels, base.Taints, base.StartupTaints})
 	sum = sha256.Sum256(b)
-	p := base
-	p.Requirements = []Requirement{{NodeSelectorRequirement: req}}
-	if got := p.LaunchHash(); got != hex.EncodeToString(sum[:8]) {
-		t.Errorf("a requirement without minValues changed its fingerprint")
+	for _, mv := range []int32{0, 3} {
+		p := base
+		p.Requirements = []Requirement{{NodeSelectorRequirement: req, MinValues: mv}}
+		if got := p.LaunchHash(); got != hex.EncodeToString(sum[:8]) {
+			t.Errorf("a requirement with minValues %d changed its fingerprint", mv)
+		}
 	}
 }

@@ -86,8 +86,11 @@ type class struct {
 	// compatible lists indexes into the planner's templates that accept the class, restricted
 	// to the highest-weight pool that has any; compatibleSet is the same as a set.
 	compatible []int
-	// closedBy are the reasons of the closed pools whose templates accepted the class.
-	closedBy      []string
+	// closedBy are the reasons of the closed pools whose templates accepted the class;
+	// minValuesBy why pools with minValues could not meet them for it (see meetMinValues).
+	closedBy, minValuesBy []string
+	// minValuesHeld are the templates the class gave up for minValues that hold its smallest pod.
+	minValuesHeld []int
 	compatibleSet map[int]bool
 	// tierSet is compatibleSet before a plan's excluded types left it: nodes are opened on
 	// compatible templates only, but finished on the cheapest of the tier, so a plan that

@@ -36,6 +36,9 @@ type Plan struct {
 	lpPacked bool
 	// state is the plan state that made the plan, until Plan.repacked.
 	state *planState
+	// unfinished counts the last entries of Unschedulable: the pods of nodes finish could not
+	// make (a pool's minValues unmet).
+	unfinished int
 }
 
 // Diverted is a pod planned past a closed pool, and why that pool was closed.
@@ -91,6 +94,10 @@ type Planner struct {
 	verdictsOf *Cluster
 	// noCompact turns compact off, for tests that compare.
 	noCompact bool
+	// minima caches what Templates' pools' minValues make of them (see minValuesIndex) for
+	// Templates of length minimaFor.
+	minima    *minValuesIndex
+	minimaFor int
 }
 
 // sweepLimit bounds how many nodes that refused a class are asked again before a new node is
@@ -105,6 +112,22 @@ const sweepLimit = 16
 func (pl *Planner) Plan(ctx context.Context, pods []*Pod) *Plan {
 	// The class verdicts on the templates are the same for every way of planning these pods.
 	cache := &batchCache{verdicts: map[uint64]*verdict{}, frontiers: map[frontierKey][]int{}}
+	plan := pl.plan(ctx, pods, cache)
+	if plan.unfinished > 0 {
+		// Nodes of a pool with minValues were not made: classes whose own constraints each
+		// leave enough values may leave too few together. Plan again with one class a node
+		// there, and keep what places more pods.
+		ps := pl.newPlanState(ctx, nil).with(cache)
+		ps.isolate = true
+		if alone := ps.run(pods).repacked(); len(alone.Unschedulable) < len(plan.Unschedulable) {
+			plan = alone
+		}
+	}
+	return plan
+}
+
+// plan is Plan's cheapest plan, before isolate.
+func (pl *Planner) plan(ctx context.Context, pods []*Pod, cache *batchCache) *Plan {
 	plan := pl.newPlanState(ctx, nil).with(cache).run(pods)
 	if len(pods) > portfolioPods {
 		return plan.repacked()
@@ -150,12 +173,7 @@ func (p *Plan) repacked() *Plan {
 		return p
 	}
 	p.moved += moved
-	p.Nodes = p.Nodes[:0]
-	for _, n := range ps.nodes {
-		if n.template >= 0 && len(n.pods) > 0 {
-			p.Nodes = append(p.Nodes, ps.finish(n))
-		}
-	}
+	ps.finishAll(p)
 	return p
 }
 
@@ -253,9 +271,10 @@ func (ps *planState) run(pods []*Pod) *Plan {
 		}
 		if len(c.compatible) == 0 && ps.cluster == nil {
 			reason := ps.pl.explain(c.rep().Requests, c.reasons)
-			if len(c.closedBy) > 0 {
-				// Pools that would take the pods are closed; the open ones refuse them.
-				reason = strings.Join(c.closedBy, "; ")
+			if why := append(slices.Clone(c.closedBy), c.minValuesBy...); len(why) > 0 {
+				// Pools that would take the pods are closed, or cannot meet their minValues
+				// for them; the others refuse them.
+				reason = strings.Join(why, "; ")
 			}
 			for _, m := range c.members {
 				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: m.pod.Pod, Reason: reason})
@@ -274,21 +293,20 @@ func (ps *planState) run(pods []*Pod) *Plan {
 	if !ps.pl.noCompact {
 		plan.moved = ps.compact()
 	}
-	for _, n := range ps.nodes {
-		if n.template >= 0 && len(n.pods) > 0 {
-			plan.Nodes = append(plan.Nodes, ps.finish(n))
-		}
-	}
+	ps.finishAll(plan)
 	return plan
 }
 
 type planState struct {
-	ctx   context.Context
-	pl    *Planner
-	dims  *dims
-	avail []vec
-	infos []*framework.NodeInfo
-	nodes []*openNode
+	ctx  context.Context
+	pl   *Planner
+	dims *dims
+	// avail is the room packing may fill on each template; hold is the room the template has.
+	// They differ only for pools with minValues (see capMinValues), which set minima.
+	avail, hold []vec
+	minima      *minValuesIndex
+	infos       []*framework.NodeInfo
+	nodes       []*openNode
 	// log is every pod placed so far (daemons included), in order; classes catch up on it.
 	log []placement
 	mix *mix
@@ -302,6 +320,8 @@ type planState struct {
 	// noWhole leaves packWhole out of packByLP. excluded types are not planned onto.
 	noLP, noWhole bool
 	excluded      map[string]bool
+	// isolate gives each node of a pool with minValues pods of one class (see Plan).
+	isolate bool
 	// verdicts, if set, caches the classes' verdicts between plans of the same pods.
 	verdicts map[uint64]*verdict
 	// byOffering groups the templates for sameOffering.
@@ -314,6 +334,8 @@ type planState struct {
 
 type openNode struct {
 	name string
+	// alone takes pods of one class only (planState.isolate).
+	alone bool
 	// template is the template a new node was opened with; -1 for a node of the cluster.
 	template int
 	capacity vec
@@ -327,7 +349,9 @@ type openNode struct {
 
 // accepts says whether the class may use the node at all: any node of the cluster (the Filter
 // plugins decide), or a new node of one of its templates.
-func (n *openNode) accepts(c *class) bool { return n.template < 0 || c.compatibleSet[n.template] }
+func (n *openNode) accepts(c *class) bool {
+	return n.template < 0 || c.compatibleSet[n.template] && (!n.alone || len(n.classes) == 0 || n.classes[c])
+}
 
 type placement struct {
 	pod  fwk.PodInfo
@@ -347,6 +371,7 @@ func (pl *Planner) newPlanState(ctx context.Context, cl *Cluster) *planState {
 	for i, t := range pl.Templates {
 		ps.avail[i] = ps.dims.vec(t.Available, false)
 	}
+	ps.capMinValues()
 	return ps
 }
 
@@ -403,7 +428,7 @@ func (ps *planState) classify(pods []*Pod) []*class {
 			}
 		}
 		c.reasons = v.reasons
-		accepted := ps.inOpenPools(c, v.accepted)
+		accepted := ps.meetMinValues(c, ps.inOpenPools(c, v.accepted))
 		// The pool tier comes from every template the class accepts in an open pool; excluded
 		// types leave it (and leave the class no template if they were all it had), never move
 		// it to a lower-weight pool.
@@ -726,7 +751,7 @@ func (ps *planState) openTemplate(c *class, m *member, ti int) *openNode {
 	}
 	t := ps.pl.Templates[ti]
 	name := fmt.Sprintf("planned-%d", len(ps.nodes))
-	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}}
+	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}, alone: ps.isolate && hasMinValues(t.Pool)}
 	n.info = filterInfo(nodeNamed(t, name), t.Daemons...)
 	for _, d := range n.info.Pods {
 		ps.log = append(ps.log, placement{pod: d, node: n})
@@ -757,6 +782,9 @@ func (ps *planState) whyNot(c *class, m *member) string {
 			return "conflicts with other pods of the same batch on every node Tailor could plan"
 		}
 	}
+	if why := ps.minValuesWhyNot(c, m); why != "" {
+		return why
+	}
 	reasons := map[string]int{}
 	for _, ti := range c.compatible {
 		reasons[ps.dims.missing(ps.avail[ti], nil, m.req)]++
@@ -764,15 +792,56 @@ func (ps *planState) whyNot(c *class, m *member) string {
 	return ps.pl.explain(m.pod.Requests, reasons)
 }
 
+// finishAll finishes the plan state's new nodes with pods as the plan's nodes; the pods of a
+// node finish cannot make are unschedulable, saying why, in place of those of an earlier call.
+func (ps *planState) finishAll(plan *Plan) {
+	plan.Unschedulable = plan.Unschedulable[:len(plan.Unschedulable)-plan.unfinished]
+	plan.Nodes, plan.unfinished = plan.Nodes[:0], 0
+	unmade := map[*corev1.Pod]bool{}
+	for _, n := range ps.nodes {
+		if n.template < 0 || len(n.pods) == 0 {
+			continue
+		}
+		pn, why := ps.finish(n)
+		if pn != nil {
+			plan.Nodes = append(plan.Nodes, pn)
+			continue
+		}
+		klog.FromContext(ps.ctx).V(2).Info("Planned node not made", "node", n.name, "template", ps.pl.Templates[n.template].Key(), "pods", len(n.pods), "reason", why)
+		for _, p := range n.pods {
+			plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.Pod, Reason: why})
+			unmade[p.Pod] = true
+		}
+		plan.unfinished += len(n.pods)
+	}
+	if len(unmade) == 0 {
+		return
+	}
+	// The lower bound counts only the pods the plan places.
+	for i := range plan.classes {
+		plan.classes[i].pods = slices.DeleteFunc(slices.Clone(plan.classes[i].pods), func(p *Pod) bool { return unmade[p.Pod] })
+	}
+}
+
 // finish shrinks a planned node to the cheapest template of its pool, zone and capacity type that
-// every one of its classes accepts and whose allocatable holds the node's pods.
-func (ps *planState) finish(n *openNode) *PlannedNode {
+// every one of its classes accepts and whose allocatable holds the node's pods. A node of a pool
+// with minValues offers enough types to meet them, or is not made (nil, and why).
+func (ps *planState) finish(n *openNode) (*PlannedNode, string) {
 	max := ps.pl.MaxAlternatives
 	if max <= 0 {
 		max = 10
 	}
+	var tis []int
+	if reqs := minValuesOf(ps.pl.Templates[n.template].Pool); len(reqs) > 0 {
+		var why string
+		if tis, why = ps.diverseAlternatives(n, reqs, max); why != "" {
+			return nil, why
+		}
+	} else {
+		tis = ps.holders(n, max)
+	}
 	var alts []*Template
-	for _, ti := range ps.holders(n, max) {
+	for _, ti := range tis {
 		alts = append(alts, ps.pl.Templates[ti])
 	}
 	if len(alts) == 0 {
@@ -783,7 +852,7 @@ func (ps *planState) finish(n *openNode) *PlannedNode {
 	for _, p := range n.pods {
 		requests = addResources(requests, p.Requests)
 	}
-	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: requests}
+	return &PlannedNode{Name: n.name, Template: alts[0], Alternatives: alts, Pods: n.pods, Requests: requests}, ""
 }
 
 // holders lists, cheapest first and at most max of them, the templates a planned node may shrink
@@ -797,6 +866,9 @@ func (ps *planState) holders(n *openNode, max int) []int {
 // holdersOf is holders for pods using used of the classes, on a node opened as template opened,
 // among the templates cheaper than below.
 func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bool, max int, below float64) []int {
+	if ps.isolate && len(classes) > 1 && hasMinValues(opened.Pool) {
+		return nil
+	}
 	var first *Template
 	var out []int
 	for _, ti := range ps.sameOffering(opened) { // sorted by price
@@ -824,11 +896,21 @@ func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bo
 	return out
 }
 
-// offeringGroup is what templates a node may change between share: pool, zone, capacity type.
+// offeringGroup is what templates a node may change between share: pool, zone, capacity type,
+// and the capacity reservation of a reserved one (each holds one type).
 type offeringGroup struct {
 	pool         *config.Pool
 	zone         string
 	capacityType cloud.CapacityType
+	reservation  string
+}
+
+func groupOf(t *Template) offeringGroup {
+	g := offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType, ""}
+	if r := t.Offering.Reservation; r != nil {
+		g.reservation = r.ID
+	}
+	return g
 }
 
 // sameOffering lists, in template order (by price), the templates of t's pool, zone and
@@ -837,11 +919,11 @@ func (ps *planState) sameOffering(t *Template) []int {
 	if ps.byOffering == nil {
 		ps.byOffering = map[offeringGroup][]int{}
 		for ti, o := range ps.pl.Templates {
-			k := offeringGroup{o.Pool, o.Offering.Zone, o.Offering.CapacityType}
+			k := groupOf(o)
 			ps.byOffering[k] = append(ps.byOffering[k], ti)
 		}
 	}
-	return ps.byOffering[offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}]
+	return ps.byOffering[groupOf(t)]
 }
 
 // shrink is the template finish will give a planned node: the cheapest of holders, or the one
@@ -856,7 +938,7 @@ func (ps *planState) shrink(n *openNode) int {
 // launchableTogether says whether two templates can be alternatives of one launch: same pool,
 // zone and capacity type, and one image for both (same architecture, same GPU-ness).
 func launchableTogether(a, b *Template) bool {
-	return a.Pool == b.Pool && a.Offering.Zone == b.Offering.Zone && a.Offering.CapacityType == b.Offering.CapacityType &&
+	return groupOf(a) == groupOf(b) &&
 		a.Type.Arch == b.Type.Arch && (a.Type.GPUCount > 0) == (b.Type.GPUCount > 0)
 }
 

@@ -54,7 +54,7 @@ func (ps *planState) repack(nodes []*openNode, hostSelectors []labels.Selector, 
 			continue
 		}
 		t := ps.pl.Templates[n.template]
-		k := scope{offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}, free}
+		k := scope{groupOf(t), free}
 		if free {
 			k.zone = ""
 		}
@@ -301,7 +301,7 @@ func kindIndex(kinds []*repackKind, m *member) int {
 func (ps *planState) assignContents(chosen []*openNode, have [][]int, contents []repackContent) (want [][]int, extra []repackContent) {
 	groupOf := func(ti int) offeringGroup {
 		t := ps.pl.Templates[ti]
-		return offeringGroup{t.Pool, t.Offering.Zone, t.Offering.CapacityType}
+		return groupOf(t)
 	}
 	want = make([][]int, len(chosen))
 	taken := make([]bool, len(chosen))

@@ -3,6 +3,7 @@ package planning
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -86,7 +87,10 @@ func (p *repackPricer) frontier(mask uint64) [][]int {
 	}
 	out := make([][]int, len(p.reps))
 	for g, rep := range p.reps {
-		key := frontierKey{offeringGroup{rep.Pool, rep.Offering.Zone, rep.Offering.CapacityType}, name}
+		if p.ps.isolate && bits.OnesCount64(mask) > 1 && hasMinValues(rep.Pool) {
+			continue // no template: one class a node there (see planState.isolate)
+		}
+		key := frontierKey{groupOf(rep), name}
 		if kept, ok := p.ps.frontiers[key]; ok {
 			out[g] = kept
 			continue
