@@ -100,6 +100,9 @@ type Pool struct {
 	SecurityGroupSelector Selector
 	// AMI is an alias resolved through SSM (al2023) or an explicit image ID (ami-...).
 	AMI string
+	// AMISelector picks the image by ID or tags instead of AMI (which is then empty): the newest
+	// matching image of the node's architecture.
+	AMISelector Selector
 	// ImageFamily is how the nodes bootstrap: al2023 (nodeadm), bottlerocket (TOML settings) or
 	// custom (UserData alone).
 	ImageFamily string
@@ -271,6 +274,9 @@ func (p *Pool) LaunchHash() string {
 	}
 	if (p.ImageFamily != "" && p.ImageFamily != DefaultFamily(p.AMI)) || p.UserData != "" || p.AssociatePublicIPAddress != nil {
 		parts = append(parts, p.ImageFamily, p.UserData, p.AssociatePublicIPAddress)
+	}
+	if len(p.AMISelector.IDs) > 0 || len(p.AMISelector.Tags) > 0 {
+		parts = append(parts, p.AMISelector)
 	}
 	if len(p.CapacityReservationSelector.IDs) > 0 || len(p.CapacityReservationSelector.Tags) > 0 {
 		parts = append(parts, p.CapacityReservationSelector)

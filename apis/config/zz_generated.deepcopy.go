@@ -163,6 +163,7 @@ func (in *Pool) DeepCopyInto(out *Pool) {
 	}
 	in.SubnetSelector.DeepCopyInto(&out.SubnetSelector)
 	in.SecurityGroupSelector.DeepCopyInto(&out.SecurityGroupSelector)
+	in.AMISelector.DeepCopyInto(&out.AMISelector)
 	if in.AssociatePublicIPAddress != nil {
 		in, out := &in.AssociatePublicIPAddress, &out.AssociatePublicIPAddress
 		*out = new(bool)

@@ -240,6 +240,9 @@ type Provider interface {
 	Subnets(ctx context.Context, sel Selector) ([]Subnet, error)
 	// SecurityGroups returns the IDs of the security groups the selector picks.
 	SecurityGroups(ctx context.Context, sel Selector) ([]string, error)
+	// ResolveImageSelector returns the newest image the selector picks (by IDs, or this account's
+	// images with the tags) for the instance types' architecture.
+	ResolveImageSelector(ctx context.Context, sel Selector, instanceTypes []string) (string, error)
 	// CapacityReservations returns the active capacity reservations the selector picks (by IDs
 	// or tags) that take instances this account launches into them by target.
 	CapacityReservations(ctx context.Context, sel Selector) ([]CapacityReservation, error)

@@ -1,6 +1,11 @@
 package consolidation
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tailor-eks/tailor/apis/config"
+)
 
 // renewMethod replaces drifted nodes (their pool's launch settings changed since they launched),
 // expired ones (older than the pool's expireAfter) and those whose spot instance EC2 recommends
@@ -23,7 +28,7 @@ func (renewMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 		d := decision{node: c.ownedNode, method: methodExpired, why: fmt.Sprintf("older than the pool's expireAfter (%s)", c.pool.Disruption.ExpireAfter.Duration), evict: c.evict}
 		switch {
 		case launchDrifted(c.ownedNode) && imageDrifted(c.ownedNode) != "":
-			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's image %s now resolves to %s, not the image it launched with", c.pool.Name, c.pool.AMI, imageDrifted(c.ownedNode))
+			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's image (%s) now resolves to %s, not the image it launched with", c.pool.Name, imageOf(c.pool), imageDrifted(c.ownedNode))
 		case launchDrifted(c.ownedNode):
 			d.method, d.why = methodDrift, fmt.Sprintf("pool %s's launch settings changed since it launched", c.pool.Name)
 		case rebalanceRecommendedAt(c.node) != "":
@@ -39,4 +44,15 @@ func (renewMethod) compute(p *pass, cs []*candidate) ([]decision, []skipped) {
 		out = append(out, d)
 	}
 	return out, kept
+}
+
+// imageOf names a pool's image for messages: its alias or ID, or its selector.
+func imageOf(pool *config.Pool) string {
+	if pool.AMI != "" {
+		return pool.AMI
+	}
+	if len(pool.AMISelector.IDs) > 0 {
+		return "amiSelector ids " + strings.Join(pool.AMISelector.IDs, ",")
+	}
+	return fmt.Sprintf("amiSelector tags %v", pool.AMISelector.Tags)
 }

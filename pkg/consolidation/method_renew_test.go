@@ -52,7 +52,7 @@ func TestRenewMethod(t *testing.T) {
 				return nodes(w.node("a", "m6g.xlarge", imageReleased), w.node("b", "m6g.xlarge", imageReleased), w.node("c", "m6g.xlarge", busy)),
 					pods(w.pod("p", "a", "1"))
 			},
-			want: "drift a (1 pods, 0 new)", kept: []string{"b: pool general's image al2023 now resolves to ami-next, not the image it launched with, but pool general's disruption budget is used up"}},
+			want: "drift a (1 pods, 0 new)", kept: []string{"b: pool general's image (al2023) now resolves to ami-next, not the image it launched with, but pool general's disruption budget is used up"}},
 		{name: "young nodes of the same settings stay", pool: expiring, budget: 5,
 			build: func(w *world) ([]*ownedNode, []*corev1.Pod) {
 				return nodes(w.node("a", "m6g.xlarge", createdAgo(29*time.Minute))), pods(w.pod("p", "a", "1"))

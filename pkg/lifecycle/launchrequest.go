@@ -82,7 +82,7 @@ func (c *Controller) request(ctx context.Context, cl *v1alpha1.Claim, pool *conf
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, cl.Spec.Zone)
 	}
-	image, err := c.Cloud.ResolveImage(ctx, pool.AMI, cl.Spec.InstanceTypes)
+	image, err := c.resolveImage(ctx, pool, cl.Spec.InstanceTypes)
 	if err != nil {
 		return nil, err
 	}

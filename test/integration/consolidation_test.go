@@ -444,3 +444,44 @@ func TestNewImageBehindAliasRenewsNodes(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// A pool that picks its image by tags launches the newest image of the account with them, and
+// a newer one tagged later renews its nodes within the pool's budget (the node agent bootstraps
+// each from the AL2023 user data its family gives).
+func TestNewImageBySelectorRenewsNodes(t *testing.T) {
+	ns := newNamespace(t)
+	tags := map[string]string{"image-test": ns}
+	first := world.Sim.AddImage(ns+"-1", "x86_64", time.Now().Add(-time.Hour), tags)
+	selector := func(args map[string]any) {
+		pool := args["pools"].([]any)[0].(map[string]any)
+		delete(pool, "ami")
+		pool["amiSelector"] = map[string]any{"tags": map[string]any{"image-test": ns}}
+		pool["requirements"] = []any{map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64"}}}
+	}
+	consolidating(t, "1", selector)
+	createDeployment(t, ns, "web", 1, podSpec("500m", "1Gi"))
+	old := waitRunning(t, ns, 1)[0].Spec.NodeName
+	imageOf := func(node string) string {
+		name := getNode(t, node).Labels[v1alpha1.LabelClaim]
+		for _, c := range listClaims(t) {
+			if c.Name == name && c.Status.Request != nil {
+				return c.Status.Request.ImageID
+			}
+		}
+		return ""
+	}
+	if got := imageOf(old); got != first {
+		t.Fatalf("node %s launched from %s, want the tagged image %s", old, got, first)
+	}
+	next := world.Sim.AddImage(ns+"-2", "x86_64", time.Now(), tags)
+	// A fresh scheduler: a running one sees the new image once its cached answer ages out.
+	consolidating(t, "1", selector)
+	waitForWithin(t, "the pod on a node of the new image", 90*time.Second, func() bool {
+		pods := runningPods(t, ns)
+		return len(pods) == 1 && pods[0].Spec.NodeName != old && imageOf(pods[0].Spec.NodeName) == next
+	})
+	waitFor(t, "the node of the old image to go", func() bool {
+		_, err := world.Client.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

@@ -61,12 +61,12 @@ func SetDefaults_TailorArgs(obj *TailorArgs) {
 		if len(p.CapacityTypes) == 0 {
 			p.CapacityTypes = []string{"on-demand"}
 		}
-		if p.AMI == nil {
+		if p.AMI == nil && p.AMISelector.empty() {
 			p.AMI = ptr.To(DefaultAMI)
 		}
 		if p.ImageFamily == nil {
 			family := DefaultAMI
-			if *p.AMI == "bottlerocket" {
+			if p.AMI != nil && *p.AMI == "bottlerocket" {
 				family = "bottlerocket"
 			}
 			p.ImageFamily = ptr.To(family)

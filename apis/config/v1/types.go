@@ -91,6 +91,12 @@ type Pool struct {
 	SecurityGroupSelector Selector `json:"securityGroupSelector,omitempty"`
 	// AMI is an alias resolved through SSM (al2023) or an image ID (ami-...). Defaults to al2023.
 	AMI *string `json:"ami,omitempty"`
+	// AMISelector picks the nodes' image instead of ami: {ids: [ami-…]} or {tags: {k: v}} (this
+	// account's images with every tag; "*" matches any value). Each launch uses the newest
+	// available image of the node's architecture it picks, and nodes launched from an older one
+	// are renewed within the pool's disruption budgets. Give the imageFamily it bootstraps with
+	// (default al2023).
+	AMISelector Selector `json:"amiSelector,omitempty"`
 	// ImageFamily is how the nodes bootstrap, which decides Tailor's user data: al2023
 	// (nodeadm's NodeConfig), bottlerocket (TOML settings) or custom (the pool's userData alone:
 	// the image must join the cluster by itself; Tailor labels and taints the node when it

@@ -351,6 +351,9 @@ func autoConvert_v1_Pool_To_config_Pool(in *Pool, out *config.Pool, s conversion
 	if err := metav1.Convert_Pointer_string_To_string(&in.AMI, &out.AMI, s); err != nil {
 		return err
 	}
+	if err := Convert_v1_Selector_To_config_Selector(&in.AMISelector, &out.AMISelector, s); err != nil {
+		return err
+	}
 	if err := metav1.Convert_Pointer_string_To_string(&in.ImageFamily, &out.ImageFamily, s); err != nil {
 		return err
 	}
@@ -421,6 +424,9 @@ func autoConvert_config_Pool_To_v1_Pool(in *config.Pool, out *Pool, s conversion
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.AMI, &out.AMI, s); err != nil {
+		return err
+	}
+	if err := Convert_config_Selector_To_v1_Selector(&in.AMISelector, &out.AMISelector, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.ImageFamily, &out.ImageFamily, s); err != nil {

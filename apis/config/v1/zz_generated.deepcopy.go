@@ -222,6 +222,7 @@ func (in *Pool) DeepCopyInto(out *Pool) {
 		*out = new(string)
 		**out = **in
 	}
+	in.AMISelector.DeepCopyInto(&out.AMISelector)
 	if in.ImageFamily != nil {
 		in, out := &in.ImageFamily, &out.ImageFamily
 		*out = new(string)

@@ -21,7 +21,13 @@ const MaxUserData = 12 << 10
 // validateImage checks a pool's image, its family and its user data.
 func validateImage(path *field.Path, p *config.Pool) field.ErrorList {
 	var errs field.ErrorList
-	if !AMIAliases.Has(p.AMI) && !amiPattern.MatchString(p.AMI) {
+	selected := len(p.AMISelector.IDs) > 0 || len(p.AMISelector.Tags) > 0
+	switch {
+	case selected && p.AMI != "":
+		errs = append(errs, field.Invalid(path.Child("amiSelector"), "<selector>", "set ami or amiSelector, not both"))
+	case selected:
+		errs = append(errs, validateSelector(path.Child("amiSelector"), p.AMISelector, "ami-")...)
+	case !AMIAliases.Has(p.AMI) && !amiPattern.MatchString(p.AMI):
 		errs = append(errs, field.Invalid(path.Child("ami"), p.AMI, fmt.Sprintf("must be an image ID (ami-...) or one of the aliases %v", sets.List(AMIAliases))))
 	}
 	fp := path.Child("imageFamily")

@@ -22,6 +22,7 @@ type ec2API struct {
 	CreateLaunchTemplate          func(context.Context, *ec2.CreateLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 	DeleteLaunchTemplate          func(context.Context, *ec2.DeleteLaunchTemplateInput, ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
 	DescribeCapacityReservations  func(context.Context, *ec2.DescribeCapacityReservationsInput, ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error)
+	DescribeImages                func(context.Context, *ec2.DescribeImagesInput, ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
 	DescribeInstanceTypeOfferings func(context.Context, *ec2.DescribeInstanceTypeOfferingsInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
 	DescribeInstanceTypes         func(context.Context, *ec2.DescribeInstanceTypesInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
 	DescribeInstances             func(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
@@ -38,6 +39,7 @@ func newEC2API(c *ec2.Client) ec2API {
 		CreateLaunchTemplate:          c.CreateLaunchTemplate,
 		DeleteLaunchTemplate:          c.DeleteLaunchTemplate,
 		DescribeCapacityReservations:  c.DescribeCapacityReservations,
+		DescribeImages:                c.DescribeImages,
 		DescribeInstanceTypeOfferings: c.DescribeInstanceTypeOfferings,
 		DescribeInstanceTypes:         c.DescribeInstanceTypes,
 		DescribeInstances:             c.DescribeInstances,

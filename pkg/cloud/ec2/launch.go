@@ -109,6 +109,9 @@ func (p *Provider) launchImage(ctx context.Context, req cloud.LaunchRequest, typ
 	if !strings.HasPrefix(req.ImageID, "ami-") {
 		return "", "", fmt.Errorf("ec2: launch: image ID %q is no AMI ID (ami-…)", req.ImageID)
 	}
+	if req.Settings.ImageFamily != "" {
+		return req.ImageID, req.Settings.ImageFamily, nil // an image a selector picked has no alias
+	}
 	family, err = imageFamily(req.Image)
 	return req.ImageID, family, err
 }

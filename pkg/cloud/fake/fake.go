@@ -152,6 +152,22 @@ func (p *Provider) InstanceType(ctx context.Context, name string) (cloud.Instanc
 	return cloud.InstanceType{}, false, nil
 }
 
+// ResolveImageSelector returns the first of the selector's IDs, or a fixed image for tags.
+func (p *Provider) ResolveImageSelector(_ context.Context, sel cloud.Selector, instanceTypes []string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.failing("ResolveImageSelector"); err != nil {
+		return "", err
+	}
+	if len(instanceTypes) == 0 {
+		return "", errors.New("fake: no instance types")
+	}
+	if len(sel.IDs) > 0 {
+		return sel.IDs[0], nil
+	}
+	return "ami-0fa4e5e1ec7ed0000", nil
+}
+
 // SetCapacityReservations sets the reservations CapacityReservations returns.
 func (p *Provider) SetCapacityReservations(rs []cloud.CapacityReservation) {
 	p.mu.Lock()

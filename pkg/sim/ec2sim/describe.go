@@ -350,13 +350,19 @@ func imageAttrs(im *image) attrFunc {
 		case "architecture":
 			return []string{string(im.arch)}, true
 		case "owner-id":
+			if im.owner != "" {
+				return []string{im.owner}, true
+			}
 			return []string{"602401143452"}, true
 		case "owner-alias":
+			if im.owner != "" {
+				return nil, true
+			}
 			return []string{"amazon"}, true
 		case "state":
 			return []string{"available"}, true
 		case "is-public":
-			return boolAttr(true), true
+			return boolAttr(im.owner == ""), true
 		case "image-type":
 			return []string{"machine"}, true
 		case "root-device-type":
@@ -397,7 +403,7 @@ func (s *Sim) describeImages(q query) (any, error) {
 	owners := q.list("Owner")
 	var out []ec2types.Image
 	for _, im := range candidates {
-		if len(owners) > 0 && !slices.Contains(owners, "amazon") && !slices.Contains(owners, "602401143452") {
+		if len(owners) > 0 && !s.ownedBy(im, owners) {
 			continue
 		}
 		ok, err := matchFilters(filters, imageAttrs(im))
@@ -512,4 +518,13 @@ func (s *Sim) describeSpotPriceHistory(q query) (any, error) {
 		return nil, err
 	}
 	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: out[p.start:p.end], NextToken: aws.String(p.next)}, nil
+}
+
+// ownedBy says whether one of the owners (an account, "self" for the caller's, "amazon") owns
+// the image.
+func (s *Sim) ownedBy(im *image, owners []string) bool {
+	if im.owner == "" {
+		return slices.Contains(owners, "amazon") || slices.Contains(owners, "602401143452")
+	}
+	return slices.Contains(owners, "self") || slices.Contains(owners, im.owner)
 }

@@ -79,6 +79,25 @@ type image struct {
 	arch                  ec2types.ArchitectureType
 	created               time.Time
 	tags                  map[string]string
+	// owner is the account that owns it: "" for Amazon's (the EKS AMIs).
+	owner string
+}
+
+// AddImage registers an image of the account (owned by Options.AccountID, private), as a team
+// that builds its own AMIs has: DescribeImages with Owner self and tag filters finds it, and
+// launches may use it. It returns the image's ID.
+func (s *Sim) AddImage(name, arch string, created time.Time, tags map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("ami-0%016x", hash64(s.opts.Region+"|own|"+name))
+	im := &image{id: id, name: name, description: name, arch: ec2types.ArchitectureType(arch), created: created,
+		tags: maps.Clone(tags), owner: s.opts.AccountID}
+	if im.tags == nil {
+		im.tags = map[string]string{}
+	}
+	s.images = append(s.images, im)
+	s.imageByID[id] = im
+	return id
 }
 
 type launchTemplate struct {
@@ -470,7 +489,7 @@ func (s *Sim) ReleaseImage(param string) (string, error) {
 }
 
 func (s *Sim) sdkImage(im *image) ec2types.Image {
-	return ec2types.Image{
+	out := ec2types.Image{
 		Architecture: ec2types.ArchitectureValues(im.arch),
 		BlockDeviceMappings: []ec2types.BlockDeviceMapping{{
 			DeviceName: aws.String("/dev/xvda"),
@@ -501,4 +520,8 @@ func (s *Sim) sdkImage(im *image) ec2types.Image {
 		UsageOperation:     aws.String("RunInstances"),
 		VirtualizationType: ec2types.VirtualizationTypeHvm,
 	}
+	if im.owner != "" {
+		out.ImageLocation, out.ImageOwnerAlias, out.OwnerId, out.Public = aws.String(im.owner+"/"+im.name), nil, aws.String(im.owner), aws.Bool(false)
+	}
+	return out
 }

@@ -144,7 +144,8 @@ func TestDecisions(t *testing.T) {
 		{"create a capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:CreateCapacityReservation", Resources: res("capacity-reservation", cr, ours, nil)}, false},
 		{"cancel a capacity reservation", ec2sim.AuthorizationRequest{Action: "ec2:CancelCapacityReservation", Resources: res("capacity-reservation", cr, nil, ours)}, false},
 		{"read prices", ec2sim.AuthorizationRequest{Action: "pricing:GetProducts"}, true},
-		{"describe images (Tailor does not)", ec2sim.AuthorizationRequest{Action: "ec2:DescribeImages"}, false},
+		{"describe images (an amiSelector picks by tags)", ec2sim.AuthorizationRequest{Action: "ec2:DescribeImages"}, true},
+		{"deregister an image", ec2sim.AuthorizationRequest{Action: "ec2:DeregisterImage", Resources: res("image", "ami-1", nil, ours)}, false},
 		{"delete a volume", ec2sim.AuthorizationRequest{Action: "ec2:DeleteVolume", Resources: res("volume", "vol-1", nil, ours)}, false},
 		{"stop an instance", ec2sim.AuthorizationRequest{Action: "ec2:StopInstances", Resources: res("instance", inst, nil, ours)}, false},
 	}

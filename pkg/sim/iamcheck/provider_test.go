@@ -54,6 +54,11 @@ func tailorCalls(t *testing.T) []ec2sim.AuthorizationRequest {
 	if _, err := p.CapacityReservations(ctx, cloud.Selector{Tags: map[string]string{"team": "ml"}}); err != nil {
 		t.Fatal(err)
 	}
+	// Picking a pool's own image by its tags.
+	sim.AddImage("team-node-2026-12", "x86_64", time.Now(), map[string]string{"team": "ml"})
+	if _, err := p.ResolveImageSelector(ctx, cloud.Selector{Tags: map[string]string{"team": "ml"}}, []string{"m5.large"}); err != nil {
+		t.Fatal(err)
+	}
 	discovery := cloud.Selector{Tags: map[string]string{ec2sim.DiscoveryTagKey: cluster}}
 	subnets, err := p.Subnets(ctx, discovery)
 	if err != nil || len(subnets) == 0 {
