@@ -99,9 +99,13 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "image selector", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].AMI, a.Pools[0].AMISelector = "", config.Selector{Tags: map[string]string{"team": "ml", "release": "*"}}
 		}},
-		{name: "image selector and ami", mutate: func(a *config.TailorArgs) { a.Pools[0].AMISelector = config.Selector{IDs: []string{"ami-0123456789abcdef0"}} },
+		{name: "image selector and ami", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMISelector = config.Selector{IDs: []string{"ami-0123456789abcdef0"}}
+		},
 			want: []string{"args.pools[0].amiSelector: Invalid value: \"<selector>\": set ami or amiSelector, not both"}},
-		{name: "bad image selector", mutate: func(a *config.TailorArgs) { a.Pools[0].AMI, a.Pools[0].AMISelector = "", config.Selector{IDs: []string{"img-1"}} },
+		{name: "bad image selector", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].AMISelector = "", config.Selector{IDs: []string{"img-1"}}
+		},
 			want: []string{`args.pools[0].amiSelector.ids[0]: Invalid value: "img-1"`}},
 		{name: "bad image settings", mutate: func(a *config.TailorArgs) { a.Pools[0].ImageFamily = "bottlerocket" },
 			want: []string{`args.pools[0].imageFamily: Invalid value: "bottlerocket": the alias al2023 is of family al2023`}},
