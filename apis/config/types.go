@@ -59,6 +59,9 @@ type TailorArgs struct {
 	RebalanceRecommendations string
 }
 
+// InstanceStoreRAID0 is the instance store policy that stripes the instance store volumes.
+const InstanceStoreRAID0 = "RAID0"
+
 // Image families (Pool.ImageFamily).
 const (
 	FamilyAL2023       = "al2023"
@@ -129,6 +132,9 @@ type Pool struct {
 	Tags map[string]string
 	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring.
 	DetailedMonitoring bool
+	// InstanceStorePolicy RAID0 puts the kubelet and container storage on the instance store
+	// volumes, striped, on types that have them.
+	InstanceStorePolicy string
 	// Kubelet configures the nodes' kubelets; the planner counts with the allocatable it gives.
 	Kubelet Kubelet
 	// Limits caps the total resources (cpu, memory) of the pool's nodes, in flight or running.
@@ -274,6 +280,9 @@ func (p *Pool) LaunchHash() string {
 	}
 	if (p.ImageFamily != "" && p.ImageFamily != DefaultFamily(p.AMI)) || p.UserData != "" || p.AssociatePublicIPAddress != nil {
 		parts = append(parts, p.ImageFamily, p.UserData, p.AssociatePublicIPAddress)
+	}
+	if p.InstanceStorePolicy != "" {
+		parts = append(parts, p.InstanceStorePolicy)
 	}
 	if len(p.AMISelector.IDs) > 0 || len(p.AMISelector.Tags) > 0 {
 		parts = append(parts, p.AMISelector)

@@ -26,7 +26,7 @@ const (
 
 // Capacity is what the kubelet reports as node capacity on a node of a pool without settings.
 func Capacity(it *cloud.InstanceType) corev1.ResourceList {
-	return CapacityWith(it, DefaultKubelet(it), DefaultRootVolumeGiB)
+	return CapacityWith(it, DefaultKubelet(it), DefaultRootVolumeGiB<<30)
 }
 
 // KubeReservedCPUMillis is the CPU the EKS AMI reserves for system daemons: 6% of the first core,
@@ -53,5 +53,5 @@ func KubeReservedMemoryMiB(maxPods int64) int64 { return 11*maxPods + 255 }
 
 // Allocatable is the allocatable of a node of a pool without settings.
 func Allocatable(it *cloud.InstanceType) corev1.ResourceList {
-	return AllocatableWith(it, DefaultKubelet(it), DefaultRootVolumeGiB)
+	return AllocatableWith(it, DefaultKubelet(it), DefaultRootVolumeGiB<<30)
 }

@@ -84,14 +84,14 @@ func prefixDelegationMaxPods(it *cloud.InstanceType) int64 {
 }
 
 // CapacityWith is what the kubelet of a node of the type reports as capacity, running with kc
-// on a volume of volumeGiB.
-func CapacityWith(it *cloud.InstanceType, kc KubeletConfig, volumeGiB int64) corev1.ResourceList {
+// on storage of that many bytes (see Storage).
+func CapacityWith(it *cloud.InstanceType, kc KubeletConfig, storage int64) corev1.ResourceList {
 	memMiB := it.MemoryMiB - int64(math.Ceil(float64(it.MemoryMiB)*vmMemoryOverheadPercent))
 	rl := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(it.VCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*1024*1024, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(kc.MaxPods, resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(volumeGiB<<30, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
 	}
 	if it.GPUCount > 0 && it.GPUManufacturer == "NVIDIA" {
 		rl[ResourceNvidiaGPU] = *resource.NewQuantity(it.GPUCount, resource.DecimalSI)
@@ -101,8 +101,8 @@ func CapacityWith(it *cloud.InstanceType, kc KubeletConfig, volumeGiB int64) cor
 
 // AllocatableWith is capacity less kube-reserved, system-reserved and the hard eviction
 // thresholds of memory and the node's filesystem, as the kubelet computes it.
-func AllocatableWith(it *cloud.InstanceType, kc KubeletConfig, volumeGiB int64) corev1.ResourceList {
-	capacity := CapacityWith(it, kc, volumeGiB)
+func AllocatableWith(it *cloud.InstanceType, kc KubeletConfig, storage int64) corev1.ResourceList {
+	capacity := CapacityWith(it, kc, storage)
 	rl := maps.Clone(capacity)
 	take := func(name corev1.ResourceName, q resource.Quantity) {
 		v := rl[name]
@@ -160,3 +160,16 @@ func VolumeGiB(pool *config.Pool) int64 {
 	}
 	return DefaultRootVolumeGiB
 }
+
+// Storage is the size in bytes of the storage a pool's node of the type keeps pods' ephemeral
+// storage on: the instance store volumes striped, with the RAID0 policy on a type that has them;
+// else the volume VolumeGiB sizes.
+func Storage(pool *config.Pool, it *cloud.InstanceType) int64 {
+	if pool.InstanceStorePolicy == config.InstanceStoreRAID0 && it.InstanceStorageGB > 0 {
+		return InstanceStoreBytes(it)
+	}
+	return VolumeGiB(pool) << 30
+}
+
+// InstanceStoreBytes is the size of the type's instance store volumes together (EC2 gives GB).
+func InstanceStoreBytes(it *cloud.InstanceType) int64 { return it.InstanceStorageGB * 1_000_000_000 }

@@ -79,7 +79,7 @@ func TestAllocatableWith(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := KubeletFor(&m5large, &tc.k)
-			capacity, alloc := CapacityWith(&m5large, kc, tc.volumeGiB), AllocatableWith(&m5large, kc, tc.volumeGiB)
+			capacity, alloc := CapacityWith(&m5large, kc, tc.volumeGiB<<30), AllocatableWith(&m5large, kc, tc.volumeGiB<<30)
 			check := func(what string, rl corev1.ResourceList, name corev1.ResourceName, want string) {
 				t.Helper()
 				if got := rl[name]; got.Cmp(q(want)) != 0 {
@@ -114,6 +114,29 @@ func TestVolumeGiB(t *testing.T) {
 	for _, tc := range tests {
 		if got := VolumeGiB(&tc.pool); got != tc.want {
 			t.Errorf("%s: VolumeGiB = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// With the RAID0 policy a type's instance store is the node's storage; a type without one, or a
+// pool without the policy, keeps its volume.
+func TestStorage(t *testing.T) {
+	m5d := cloud.InstanceType{Name: "m5d.large", InstanceStorageGB: 75}
+	m5 := cloud.InstanceType{Name: "m5.large"}
+	raid := config.Pool{AMI: "al2023", InstanceStorePolicy: config.InstanceStoreRAID0}
+	plain := config.Pool{AMI: "al2023"}
+	for _, tc := range []struct {
+		name string
+		pool config.Pool
+		it   cloud.InstanceType
+		want int64
+	}{
+		{"RAID0 on an instance store", raid, m5d, 75_000_000_000},
+		{"RAID0 without an instance store", raid, m5, 20 << 30},
+		{"no policy", plain, m5d, 20 << 30},
+	} {
+		if got := Storage(&tc.pool, &tc.it); got != tc.want {
+			t.Errorf("%s: Storage = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -38,6 +38,9 @@ type InstanceType struct {
 	IPv4PerENI int64
 	BareMetal  bool
 	Hypervisor string
+	// InstanceStorageGB is the total size of its instance store volumes, in GB (10^9 bytes, as
+	// EC2 gives it); 0 for types without.
+	InstanceStorageGB int64
 	Offerings  []Offering
 }
 
@@ -147,6 +150,8 @@ type LaunchSettings struct {
 	UserData string
 	// AssociatePublicIP, when set, gives the instances a public IPv4 address or none.
 	AssociatePublicIP *bool
+	// InstanceStoreRAID0 stripes the instance store volumes for the kubelet and containers.
+	InstanceStoreRAID0 bool
 }
 
 // BlockDevice is one EBS volume.

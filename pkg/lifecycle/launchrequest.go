@@ -142,6 +142,7 @@ func launchSettings(pool *config.Pool) cloud.LaunchSettings {
 		HTTPTokens: pool.MetadataOptions.HTTPTokens, HopLimit: pool.MetadataOptions.HTTPPutResponseHopLimit,
 		IMDSIPv6: pool.MetadataOptions.HTTPProtocolIPv6, DetailedMonitoring: pool.DetailedMonitoring,
 		Kubelet: pool.Kubelet, ImageFamily: pool.ImageFamily, UserData: pool.UserData, AssociatePublicIP: pool.AssociatePublicIPAddress,
+		InstanceStoreRAID0: pool.InstanceStorePolicy == config.InstanceStoreRAID0,
 	}
 	for _, b := range pool.BlockDeviceMappings {
 		s.BlockDevices = append(s.BlockDevices, cloud.BlockDevice{

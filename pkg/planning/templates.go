@@ -62,7 +62,6 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 			shapes = make([]*typeShape, len(types))
 			shapesBySettings[settings] = shapes
 		}
-		volumeGiB := catalog.VolumeGiB(pool)
 		allowedZones := map[string]bool{}
 		for _, z := range zones[pool.Name] {
 			allowedZones[z] = true
@@ -81,7 +80,8 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 				}
 				if shapes[ti] == nil {
 					kc := catalog.KubeletFor(it, &pool.Kubelet)
-					shapes[ti] = &typeShape{alloc: catalog.AllocatableWith(it, kc, volumeGiB), capacity: catalog.CapacityWith(it, kc, volumeGiB), labels: catalog.Labels(it)}
+					storage := catalog.Storage(pool, it)
+					shapes[ti] = &typeShape{alloc: catalog.AllocatableWith(it, kc, storage), capacity: catalog.CapacityWith(it, kc, storage), labels: catalog.Labels(it)}
 				}
 				sh := shapes[ti]
 				node := templateNode(pool, sh.labels, off, sh.capacity, sh.alloc, taints)
@@ -98,7 +98,7 @@ func Templates(pools []config.Pool, types []cloud.InstanceType, zones map[string
 
 // nodeSettingsKey says which pools' nodes of a type have the same capacity and allocatable.
 func nodeSettingsKey(pool *config.Pool) string {
-	b, _ := json.Marshal([]any{pool.Kubelet, catalog.VolumeGiB(pool)})
+	b, _ := json.Marshal([]any{pool.Kubelet, catalog.VolumeGiB(pool), pool.InstanceStorePolicy})
 	return string(b)
 }
 

@@ -36,7 +36,7 @@ func TestTemplatesUsePoolNodeSettings(t *testing.T) {
 			t.Fatalf("no m5.large template of pool %s", pool.Name)
 		}
 		kc := catalog.KubeletFor(tm.Type, &tm.Pool.Kubelet)
-		want := catalog.AllocatableWith(tm.Type, kc, catalog.VolumeGiB(tm.Pool))
+		want := catalog.AllocatableWith(tm.Type, kc, catalog.Storage(tm.Pool, tm.Type))
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage} {
 			got, w := tm.Allocatable[name], want[name]
 			if got.Cmp(w) != 0 {

@@ -55,7 +55,7 @@ func TestKubeletSettingsReachTheNode(t *testing.T) {
 			}
 			it := instanceTypes(t)[node.Labels[corev1.LabelInstanceTypeStable]]
 			pool := config.Pool{AMI: tc.ami, Kubelet: kubelet, BlockDeviceMappings: bdm}
-			want := catalog.AllocatableWith(it, catalog.KubeletFor(it, &pool.Kubelet), catalog.VolumeGiB(&pool))
+			want := catalog.AllocatableWith(it, catalog.KubeletFor(it, &pool.Kubelet), catalog.Storage(&pool, it))
 			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage} {
 				got, w := node.Status.Allocatable[name], want[name]
 				if got.Cmp(w) != 0 {
@@ -96,6 +96,41 @@ func TestPoolUserDataMerges(t *testing.T) {
 			}
 			if pods := node.Status.Capacity[corev1.ResourcePods]; pods.Value() == 3 {
 				t.Errorf("the pool's max-pods won over Tailor's")
+			}
+		})
+	}
+}
+
+// With instanceStorePolicy RAID0 a node's pods get the instance store as ephemeral storage: a
+// pod asking for more than the root volume has runs on an m5d.large (75 GB of NVMe), whose
+// registered allocatable is what the planner counted, on either image family.
+func TestInstanceStoreRAID0(t *testing.T) {
+	for _, ami := range []string{"al2023", "bottlerocket"} {
+		t.Run(ami, func(t *testing.T) {
+			restartScheduler(t, func(a map[string]any) {
+				pool := a["pools"].([]any)[0].(map[string]any)
+				pool["ami"], pool["instanceStorePolicy"] = ami, "RAID0"
+			})
+			ns := newNamespace(t)
+			createPod(t, ns, "scratch", "500m", "512Mi", withNodeSelector(corev1.LabelInstanceTypeStable, "m5d.large"), func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage] = resource.MustParse("50Gi")
+			})
+			pods := waitRunning(t, ns, 1)
+			node := getNode(t, pods[0].Spec.NodeName)
+			id := lifecycle.InstanceID(node.Spec.ProviderID)
+			if _, refused := world.Agent.Rejected()[id]; refused {
+				t.Fatalf("instance %s was refused at bootstrap", id)
+			}
+			ud, _ := world.Sim.UserData(id)
+			if !strings.Contains(ud, "RAID0") && !strings.Contains(ud, "ephemeral-storage") {
+				t.Errorf("user data of %s does not stripe the instance store:\n%s", id, ud)
+			}
+			it := instanceTypes(t)["m5d.large"]
+			pool := config.Pool{AMI: ami, InstanceStorePolicy: config.InstanceStoreRAID0}
+			want := catalog.AllocatableWith(it, catalog.KubeletFor(it, &pool.Kubelet), catalog.Storage(&pool, it))
+			got, w := node.Status.Allocatable[corev1.ResourceEphemeralStorage], want[corev1.ResourceEphemeralStorage]
+			if got.Cmp(w) != 0 {
+				t.Errorf("node %s ephemeral storage %s, the planner counted %s", node.Name, got.String(), w.String())
 			}
 		})
 	}

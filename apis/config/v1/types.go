@@ -132,6 +132,11 @@ type Pool struct {
 	Tags map[string]string `json:"tags,omitempty"`
 	// DetailedMonitoring turns on CloudWatch detailed (1-minute) monitoring of the instances.
 	DetailedMonitoring bool `json:"detailedMonitoring,omitempty"`
+	// InstanceStorePolicy RAID0 stripes the instance store volumes of types that have them (NVMe
+	// SSDs: i4i, m6id, c6gd, …) into one array and puts the kubelet's and the container
+	// runtime's storage on it, so pods' ephemeral storage is the instance store's size, which
+	// the planner counts with. Unset, the instance store is left alone.
+	InstanceStorePolicy string `json:"instanceStorePolicy,omitempty"`
 	// Kubelet configures the nodes' kubelets (written into their user data); the planner counts
 	// with the allocatable these settings give.
 	Kubelet Kubelet `json:"kubelet,omitempty"`

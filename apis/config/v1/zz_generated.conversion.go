@@ -381,6 +381,7 @@ func autoConvert_v1_Pool_To_config_Pool(in *Pool, out *config.Pool, s conversion
 	}
 	out.Tags = *(*map[string]string)(unsafe.Pointer(&in.Tags))
 	out.DetailedMonitoring = in.DetailedMonitoring
+	out.InstanceStorePolicy = in.InstanceStorePolicy
 	if err := Convert_v1_Kubelet_To_config_Kubelet(&in.Kubelet, &out.Kubelet, s); err != nil {
 		return err
 	}
@@ -456,6 +457,7 @@ func autoConvert_config_Pool_To_v1_Pool(in *config.Pool, out *Pool, s conversion
 	}
 	out.Tags = *(*map[string]string)(unsafe.Pointer(&in.Tags))
 	out.DetailedMonitoring = in.DetailedMonitoring
+	out.InstanceStorePolicy = in.InstanceStorePolicy
 	if err := Convert_config_Kubelet_To_v1_Kubelet(&in.Kubelet, &out.Kubelet, s); err != nil {
 		return err
 	}

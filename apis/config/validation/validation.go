@@ -245,6 +245,9 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	errs = append(errs, validateTaints(path.Child("startupTaints"), p.StartupTaints)...)
 	errs = append(errs, validateLaunchSettings(path, p)...)
 	errs = append(errs, validateKubelet(path.Child("kubelet"), &p.Kubelet)...)
+	if p.InstanceStorePolicy != "" && p.InstanceStorePolicy != config.InstanceStoreRAID0 {
+		errs = append(errs, field.NotSupported(path.Child("instanceStorePolicy"), p.InstanceStorePolicy, []string{config.InstanceStoreRAID0}))
+	}
 	for name, q := range p.Limits {
 		lp := path.Child("limits").Key(string(name))
 		if !limitNames.Has(name) {

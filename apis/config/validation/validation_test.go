@@ -96,6 +96,9 @@ func TestValidateTailorArgs(t *testing.T) {
 		{name: "Bottlerocket user data", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "bottlerocket", config.FamilyBottlerocket, "[settings.kernel]\nlockdown = \"integrity\"\n"
 		}},
+		{name: "instance store RAID0", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceStorePolicy = config.InstanceStoreRAID0 }},
+		{name: "bad instance store policy", mutate: func(a *config.TailorArgs) { a.Pools[0].InstanceStorePolicy = "RAID1" },
+			want: []string{`args.pools[0].instanceStorePolicy: Unsupported value: "RAID1"`}},
 		{name: "image selector", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].AMI, a.Pools[0].AMISelector = "", config.Selector{Tags: map[string]string{"team": "ml", "release": "*"}}
 		}},

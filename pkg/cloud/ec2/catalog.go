@@ -205,6 +205,9 @@ func convertType(info ec2types.InstanceTypeInfo, enis map[string]awsdata.ENILimi
 		BareMetal:  aws.ToBool(info.BareMetal),
 		Hypervisor: string(info.Hypervisor),
 	}
+	if info.InstanceStorageInfo != nil {
+		it.InstanceStorageGB = aws.ToInt64(info.InstanceStorageInfo.TotalSizeInGB)
+	}
 	if info.ProcessorInfo == nil {
 		return it, false
 	}

@@ -49,6 +49,8 @@ type nodeBootstrap struct {
 	kubelet kubeletSettings
 	// userData is the pool's own, merged with Tailor's.
 	userData string
+	// raid0 stripes the instance store volumes for the kubelet's and containers' storage.
+	raid0 bool
 }
 
 // nodeadmUserData is the AL2023 user data: a MIME multi-part document with one nodeadm
@@ -71,6 +73,9 @@ func nodeadmUserData(o Options, nb nodeBootstrap) (string, error) {
 	}
 	if o.ClusterCIDR != "" {
 		fmt.Fprintf(&b, "    cidr: %s\n", quote(o.ClusterCIDR))
+	}
+	if nb.raid0 {
+		b.WriteString("  instance:\n    localStorage:\n      strategy: RAID0\n")
 	}
 	if nb.kubelet.maxPods > 0 || nb.kubelet.resolved != nil || len(flags) > 0 {
 		b.WriteString("  kubelet:\n")
@@ -206,6 +211,13 @@ func bottlerocketUserData(o Options, nb nodeBootstrap) (string, error) {
 		for _, k := range slices.Sorted(maps.Keys(byKey)) {
 			fmt.Fprintf(&b, "%s = [%s]\n", quote(k), strings.Join(byKey[k], ", "))
 		}
+	}
+	if nb.raid0 {
+		// Bottlerocket stripes the instance store and moves the kubelet's and containerd's
+		// storage onto it before they start (its documented ephemeral-storage commands).
+		b.WriteString("\n[settings.bootstrap-commands.tailor-ephemeral-storage]\n")
+		b.WriteString(`commands = [["apiclient", "ephemeral-storage", "init"], ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]]` + "\n")
+		b.WriteString("mode = \"always\"\nessential = true\n")
 	}
 	if nb.userData == "" {
 		return b.String(), nil

@@ -320,7 +320,7 @@ func (a *Agent) register(ctx context.Context, in *cloud.Instance, it *cloud.Inst
 
 func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap) *corev1.Node {
 	kc := boot.kubeletConfig(it) // both AMIs default to the ENI-derived pod limit
-	volumeGiB := a.volumeGiB(in.ID, boot.OS)
+	storage := a.storage(in.ID, it, boot)
 	// The labels the kubelet and the cloud controller derive win over --node-labels.
 	derived := map[string]string{
 		corev1.LabelHostname:             in.PrivateDNSName,
@@ -348,8 +348,8 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap
 			Taints:     boot.Taints,
 		},
 		Status: corev1.NodeStatus{
-			Capacity:    catalog.CapacityWith(it, kc, volumeGiB),
-			Allocatable: catalog.AllocatableWith(it, kc, volumeGiB),
+			Capacity:    catalog.CapacityWith(it, kc, storage),
+			Allocatable: catalog.AllocatableWith(it, kc, storage),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: in.PrivateIP},
 				{Type: corev1.NodeInternalDNS, Address: in.PrivateDNSName},
@@ -360,17 +360,21 @@ func (a *Agent) node(in *cloud.Instance, it *cloud.InstanceType, boot *Bootstrap
 	}
 }
 
-// volumeGiB is the size of the volume the kubelet keeps pods' ephemeral storage on: the root
-// volume on AL2023, the data volume on Bottlerocket.
-func (a *Agent) volumeGiB(instanceID, os string) int64 {
+// storage is the size in bytes of the storage the kubelet keeps pods' ephemeral storage on: the
+// instance store volumes when the user data stripes them (and the type has some), else the root
+// volume on AL2023 and the data volume on Bottlerocket.
+func (a *Agent) storage(instanceID string, it *cloud.InstanceType, boot *Bootstrap) int64 {
+	if boot.RAID0 && it.InstanceStorageGB > 0 {
+		return catalog.InstanceStoreBytes(it)
+	}
 	device := "/dev/xvda"
-	if os == "bottlerocket" {
+	if boot.OS == "bottlerocket" {
 		device = "/dev/xvdb"
 	}
 	if a.VolumeGiB != nil {
 		if n, ok := a.VolumeGiB(instanceID, device); ok {
-			return n
+			return n << 30
 		}
 	}
-	return catalog.DefaultRootVolumeGiB
+	return catalog.DefaultRootVolumeGiB << 30
 }

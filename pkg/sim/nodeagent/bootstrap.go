@@ -38,6 +38,8 @@ type Bootstrap struct {
 	MaxPods int64 // 0: not set, the AMI's default applies
 	// Reservations are what the user data reserves and evicts at, over the image's defaults.
 	Reservations KubeletReservations
+	// RAID0 says the user data stripes the instance store volumes for the kubelet's storage.
+	RAID0 bool
 }
 
 // nodeConfig is the part of nodeadm's NodeConfig (node.eks.aws/v1alpha1) a kubelet's
@@ -56,6 +58,11 @@ type nodeConfig struct {
 			Config map[string]any `json:"config"`
 			Flags  []string       `json:"flags"`
 		} `json:"kubelet"`
+		Instance struct {
+			LocalStorage struct {
+				Strategy string `json:"strategy"`
+			} `json:"localStorage"`
+		} `json:"instance"`
 	} `json:"spec"`
 }
 
@@ -96,7 +103,7 @@ func parseNodeadm(userData string, c Cluster) (*Bootstrap, error) {
 	if cl.CIDR != c.ServiceCIDR {
 		return nil, fmt.Errorf("service CIDR %s is not the cluster's %s: the kubelet's cluster DNS address would be wrong", cl.CIDR, c.ServiceCIDR)
 	}
-	b := &Bootstrap{OS: "al2023"}
+	b := &Bootstrap{OS: "al2023", RAID0: nc.Spec.Instance.LocalStorage.Strategy == "RAID0"}
 	if v, ok := nc.Spec.Kubelet.Config["maxPods"]; ok {
 		n, ok := v.(float64)
 		if !ok || n < 1 || n != float64(int64(n)) {
@@ -183,7 +190,23 @@ type bottlerocketSettings struct {
 			EvictionSoftGrace  map[string]string   `toml:"eviction-soft-grace-period"`
 			EvictionMaxPodGP   int64               `toml:"eviction-max-pod-grace-period"`
 		} `toml:"kubernetes"`
+		BootstrapCommands map[string]struct {
+			Commands [][]string `toml:"commands"`
+		} `toml:"bootstrap-commands"`
 	} `toml:"settings"`
+}
+
+// stripesInstanceStore says whether Bottlerocket's bootstrap commands put the kubelet's
+// storage on the instance store volumes (apiclient ephemeral-storage init, then bind).
+func (s *bottlerocketSettings) stripesInstanceStore() bool {
+	for _, bc := range s.Settings.BootstrapCommands {
+		for _, cmd := range bc.Commands {
+			if len(cmd) >= 3 && cmd[0] == "apiclient" && cmd[1] == "ephemeral-storage" && cmd[2] == "bind" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseBottlerocket reads Bottlerocket's TOML user data and checks what its kubelet needs.
@@ -234,7 +257,7 @@ func parseBottlerocket(userData string, c Cluster) (*Bootstrap, error) {
 	if err := gracePeriods("settings.kubernetes.eviction-soft-grace-period", k.EvictionSoftGrace); err != nil {
 		return nil, err
 	}
-	b := &Bootstrap{OS: "bottlerocket", Labels: k.NodeLabels, MaxPods: k.MaxPods, Reservations: res}
+	b := &Bootstrap{OS: "bottlerocket", Labels: k.NodeLabels, MaxPods: k.MaxPods, Reservations: res, RAID0: s.stripesInstanceStore()}
 	for key, values := range k.NodeTaints {
 		for _, v := range values {
 			spec := key + "=" + v // "value:Effect"
