@@ -41,7 +41,7 @@ type InstanceType struct {
 	// InstanceStorageGB is the total size of its instance store volumes, in GB (10^9 bytes, as
 	// EC2 gives it); 0 for types without.
 	InstanceStorageGB int64
-	Offerings  []Offering
+	Offerings         []Offering
 }
 
 // MaxPods is the EKS-optimized AMI's pod limit for the type: every ENI but its primary address
