@@ -259,7 +259,8 @@ type Selector struct {
 // zones, network, image, instance profile, labels, taints), not how they are chosen or kept
 // (weight, limits, disruption). A node launched under another fingerprint has drifted.
 func (p *Pool) LaunchHash() string {
-	// minValues says how flexible a claim is, not what its node is: changing it drifts nothing.
+	// minValues says how flexible a claim is, and the reservation selector where reserved
+	// capacity comes from, not what a node is: changing either drifts nothing.
 	var reqs []corev1.NodeSelectorRequirement // nil stays nil: "null", as before
 	if p.Requirements != nil {
 		reqs = make([]corev1.NodeSelectorRequirement, len(p.Requirements))
@@ -286,9 +287,6 @@ func (p *Pool) LaunchHash() string {
 	}
 	if len(p.AMISelector.IDs) > 0 || len(p.AMISelector.Tags) > 0 {
 		parts = append(parts, p.AMISelector)
-	}
-	if len(p.CapacityReservationSelector.IDs) > 0 || len(p.CapacityReservationSelector.Tags) > 0 {
-		parts = append(parts, p.CapacityReservationSelector)
 	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)

@@ -41,7 +41,7 @@ func TestLaunchHashKeepsOldFingerprints(t *testing.T) {
 		{name: "user data", mutate: func(p *Pool) { p.UserData = "#!/bin/bash\necho hi\n" }, drifted: true},
 		{name: "public IP", mutate: func(p *Pool) { p.AssociatePublicIPAddress = new(bool) }, drifted: true},
 		{name: "RAID0", mutate: func(p *Pool) { p.InstanceStorePolicy = InstanceStoreRAID0 }, drifted: true},
-		{name: "reservations", mutate: func(p *Pool) { p.CapacityReservationSelector = Selector{IDs: []string{"cr-1"}} }, drifted: true},
+		{name: "reservations", mutate: func(p *Pool) { p.CapacityReservationSelector = Selector{IDs: []string{"cr-1"}} }},
 	} {
 		p := base
 		tt.mutate(&p)

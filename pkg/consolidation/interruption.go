@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
+	"github.com/tailor-eks/tailor/pkg/lifecycle"
 )
 
 // Interruptions: EC2 takes an instance away whatever Tailor does (pkg/interruption reads the
@@ -29,8 +30,11 @@ const methodInterruption = "interruption"
 const (
 	InterruptionSpot      = "spot-interruption"
 	InterruptionScheduled = "scheduled-change"
-	// InterruptionCapacityBlock marks a node of a Capacity Block that ends soon.
-	InterruptionCapacityBlock = "capacity-block-ending"
+	// InterruptionCapacityBlock marks a node of a Capacity Block that ends soon, and
+	// InterruptionCapacityBlockLate one handed over with less time left than its patience
+	// needs (after a restart, or a block cut short): it drains at once.
+	InterruptionCapacityBlock     = "capacity-block-ending"
+	InterruptionCapacityBlockLate = "capacity-block-ending-now"
 	// InterruptionStoppedPrefix + the instance state (stopping, stopped, shutting-down,
 	// terminated) marks an instance that is already going.
 	InterruptionStoppedPrefix = v1alpha1.InterruptedInstanceGoing
@@ -50,9 +54,8 @@ func instanceGoing(n *corev1.Node) bool {
 }
 
 // capacityBlockPatience is how long a node of an ending Capacity Block waits for its
-// replacements before it drains anyway: EC2 reclaims the instance 10 minutes after the drain
-// begins, and the pods need the rest of that time to leave gracefully.
-const capacityBlockPatience = 5 * time.Minute
+// replacements before it drains anyway (lifecycle.CapacityBlockPatience, which hands it over).
+const capacityBlockPatience = lifecycle.CapacityBlockPatience
 
 // impatient says whether an interrupted node should drain now, replacements up or not.
 func (c *Controller) impatient(n *corev1.Node) bool {
@@ -62,6 +65,8 @@ func (c *Controller) impatient(n *corev1.Node) bool {
 		patience = spotPatience
 	case InterruptionCapacityBlock:
 		patience = capacityBlockPatience
+	case InterruptionCapacityBlockLate:
+		return true
 	default:
 		return false
 	}

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -10,13 +11,18 @@ import (
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
+// CapacityBlockPatience is how long a node of an ending Capacity Block handed over in time waits
+// for its replacements before it drains: EC2 reclaims the instance 10 minutes after the drain
+// lead, and the pods need the rest of that time to leave gracefully.
+const CapacityBlockPatience = 5 * time.Minute
+
 // blockEnds reads when the Capacity Blocks of the claims end now (a block may be extended after
 // its claims were made); a block the cloud no longer lists as active has ended. ok is false when
 // the cloud cannot say, and the claims' own end times stand.
 func (c *Controller) blockEnds(ctx context.Context, cls []*v1alpha1.Claim, now time.Time) (ends map[string]time.Time, ok bool) {
 	var ids []string
 	for _, cl := range cls {
-		if r := cl.Spec.CapacityReservation; r != nil && r.CapacityBlock && cl.Status.Phase == v1alpha1.ClaimRegistered {
+		if r := cl.Spec.CapacityReservation; r != nil && r.CapacityBlock && cl.Status.Phase == v1alpha1.ClaimRegistered && !slices.Contains(ids, r.ID) {
 			ids = append(ids, r.ID)
 		}
 	}
@@ -59,7 +65,9 @@ func (c *Controller) checkCapacityBlock(ctx context.Context, cl *v1alpha1.Claim,
 	if now.Before(end.Add(-cloud.CapacityBlockDrainLead)) {
 		return
 	}
-	if err := c.EndingCapacityBlock(ctx, cl.Name); err != nil {
+	// Handed over later than the drain lead less the drain's patience, the node drains at once.
+	late := !now.Before(end.Add(-cloud.CapacityBlockDrainLead + CapacityBlockPatience))
+	if err := c.EndingCapacityBlock(ctx, cl.Name, late); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot hand over the node of an ending Capacity Block; next sweep tries again",
 			"claim", cl.Name, "reservation", r.ID, "endsAt", end)
 	}

@@ -34,7 +34,7 @@ func TestCheckCapacityBlock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var handed []string
-			c := &Controller{EndingCapacityBlock: func(_ context.Context, claim string) error {
+			c := &Controller{EndingCapacityBlock: func(_ context.Context, claim string, _ bool) error {
 				handed = append(handed, claim)
 				return nil
 			}}
@@ -55,7 +55,7 @@ func TestCheckCapacityBlock(t *testing.T) {
 		want bool
 	}{{"extended", now.Add(2 * time.Hour), false}, {"ended early", now, true}} {
 		var handed int
-		c := &Controller{EndingCapacityBlock: func(context.Context, string) error { handed++; return nil }}
+		c := &Controller{EndingCapacityBlock: func(context.Context, string, bool) error { handed++; return nil }}
 		cl := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Spec: v1alpha1.ClaimSpec{
 			CapacityReservation: &v1alpha1.CapacityReservation{ID: "cr-1", CapacityBlock: true, EndsAt: at(time.Hour)}}}
 		if tt.name == "extended" {
@@ -64,6 +64,25 @@ func TestCheckCapacityBlock(t *testing.T) {
 		c.checkCapacityBlock(context.Background(), cl, map[string]time.Time{"cr-1": tt.end}, now)
 		if (handed == 1) != tt.want {
 			t.Errorf("%s: handed over %d times, want %v", tt.name, handed, tt.want)
+		}
+	}
+}
+
+// A node handed over in time waits for its replacements; one handed over with less time left
+// than that patience drains at once.
+func TestCapacityBlockHandoverLateness(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		left time.Duration
+		late bool
+	}{{cloud.CapacityBlockDrainLead, false}, {cloud.CapacityBlockDrainLead - CapacityBlockPatience + time.Second, false}, {cloud.CapacityBlockDrainLead - CapacityBlockPatience, true}, {0, true}} {
+		var got []bool
+		c := &Controller{EndingCapacityBlock: func(_ context.Context, _ string, late bool) error { got = append(got, late); return nil }}
+		cl := &v1alpha1.Claim{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Spec: v1alpha1.ClaimSpec{
+			CapacityReservation: &v1alpha1.CapacityReservation{ID: "cr-1", CapacityBlock: true, EndsAt: &metav1.Time{Time: now.Add(tc.left)}}}}
+		c.checkCapacityBlock(context.Background(), cl, nil, now)
+		if len(got) != 1 || got[0] != tc.late {
+			t.Errorf("%v left: handed over %v, want late=%v", tc.left, got, tc.late)
 		}
 	}
 }

@@ -64,8 +64,9 @@ type Controller struct {
 	// Observed learns each instance type's real allocatable from the nodes that register.
 	Observed *catalog.Observed
 	// EndingCapacityBlock hands over the node of a claim whose Capacity Block ends soon, to be
-	// replaced and drained (consolidation's interruption method does it); nil does nothing.
-	EndingCapacityBlock func(ctx context.Context, claim string) error
+	// replaced and drained (consolidation's interruption method does it), at once if late; nil
+	// does nothing.
+	EndingCapacityBlock func(ctx context.Context, claim string, late bool) error
 	SweepPeriod         time.Duration
 	OrphanGrace         time.Duration
 	// Clock reads the time for the sweep's timeouts and grace periods; default the real one.

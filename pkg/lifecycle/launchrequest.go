@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -73,12 +74,7 @@ func (c *Controller) request(ctx context.Context, cl *v1alpha1.Claim, pool *conf
 	if err != nil {
 		return nil, err
 	}
-	var subnets []string
-	for _, s := range nw.Subnets {
-		if s.Zone == cl.Spec.Zone {
-			subnets = append(subnets, s.ID)
-		}
-	}
+	subnets := subnetsFor(nw.Subnets, cl.Spec.Zone, len(cl.Spec.InstanceTypes))
 	if len(subnets) == 0 {
 		return nil, fmt.Errorf("pool %s has no subnet in %s", pool.Name, cl.Spec.Zone)
 	}
@@ -167,4 +163,29 @@ func reservationOf(cl *v1alpha1.Claim) *cloud.CapacityReservation {
 		out.EndsAt = r.EndsAt.Time
 	}
 	return out
+}
+
+// maxOverrides is the most overrides one CreateFleet takes (types × subnets).
+const maxOverrides = 300
+
+// subnetsFor are the zone's subnets a launch of that many instance types offers: all of them,
+// unless types × subnets would pass CreateFleet's limit, then those with the most free
+// addresses (a claim with minValues may offer many types; every type is kept, so the minimum
+// holds).
+func subnetsFor(all []cloud.Subnet, zone string, types int) []string {
+	var inZone []cloud.Subnet
+	for _, s := range all {
+		if s.Zone == zone {
+			inZone = append(inZone, s)
+		}
+	}
+	if limit := max(1, maxOverrides/max(1, types)); len(inZone) > limit {
+		slices.SortStableFunc(inZone, func(a, b cloud.Subnet) int { return cmp.Compare(b.AvailableIPs, a.AvailableIPs) })
+		inZone = inZone[:limit]
+	}
+	ids := make([]string, len(inZone))
+	for i, s := range inZone {
+		ids[i] = s.ID
+	}
+	return ids
 }

@@ -36,7 +36,7 @@ func (c *Controller) register(ctx context.Context, name string) error {
 	if !ok || Deleting(cl, node) {
 		return nil // not Tailor's, or going: the sweep and the drain deal with it
 	}
-	if c.Observed != nil && cl.Status.InstanceType != "" {
+	if c.Observed != nil && cl.Status.InstanceType != "" && c.launchedAsConfigured(cl) {
 		c.Observed.Record(cl.Spec.Pool, cl.Status.InstanceType, node.Status.Allocatable)
 	}
 	if cl.Status.Phase == v1alpha1.ClaimRegistered && !hasTaint(node, v1alpha1.TaintUnregistered) && slices.Contains(node.Finalizers, v1alpha1.FinalizerTermination) {
@@ -131,4 +131,12 @@ func (c *Controller) checkRegistered(ctx context.Context, cl *v1alpha1.Claim, ru
 	} else if now.Sub(cl.Status.LaunchedAt.Time) > c.Args.RegistrationTimeout.Duration {
 		c.remove(ctx, cl, running, fmt.Sprintf("its node did not register within %s", c.Args.RegistrationTimeout.Duration))
 	}
+}
+
+// launchedAsConfigured says whether the claim's node was launched with the pool's settings as
+// they are now: a node of older kubelet settings or volumes (drifted, waiting to be renewed)
+// reports an allocatable new nodes of its type will not have.
+func (c *Controller) launchedAsConfigured(cl *v1alpha1.Claim) bool {
+	pool := c.Args.Pool(cl.Spec.Pool)
+	return pool != nil && cl.Annotations[v1alpha1.AnnotationPoolHash] == pool.LaunchHash()
 }

@@ -202,8 +202,12 @@ func New(ctx context.Context, args *config.TailorArgs, h framework.Handle, provi
 		SchedulerName: prof.Config.SchedulerName, Provisioning: o.Provisioner.Active, Rollouts: rollouts,
 		Gangs: podGroups != nil,
 	}
-	o.lifecycle.EndingCapacityBlock = func(ctx context.Context, claim string) error {
-		_, err := o.consolidation.Interrupt(ctx, claim, consolidation.InterruptionCapacityBlock, func() {})
+	o.lifecycle.EndingCapacityBlock = func(ctx context.Context, claim string, late bool) error {
+		kind := consolidation.InterruptionCapacityBlock
+		if late {
+			kind = consolidation.InterruptionCapacityBlockLate
+		}
+		_, err := o.consolidation.Interrupt(ctx, claim, kind, func() {})
 		return err
 	}
 	if queue != nil {

@@ -46,6 +46,10 @@ func hasMinValues(pool *config.Pool) bool {
 	return slices.ContainsFunc(pool.Requirements, func(r config.Requirement) bool { return r.MinValues > 0 })
 }
 
+// constrained says whether a template's pool's minima apply to it: a reserved offering is one
+// type in one reservation, paid for already, and never meant to be diverse.
+func constrained(t *Template) bool { return t.Offering.Reservation == nil && hasMinValues(t.Pool) }
+
 // minValuesOf are the pool's requirements with a minimum.
 func minValuesOf(pool *config.Pool) []config.Requirement {
 	var out []config.Requirement
@@ -382,24 +386,27 @@ func (ps *planState) capMinValues() {
 // minValuesIndex indexes the templates of pools with minima (nil when no pool has any), from
 // the room of the first plan state that asks.
 func (pl *Planner) minValuesIndex(ps *planState) *minValuesIndex {
-	if pl.minimaFor == len(pl.Templates) {
+	if len(pl.Templates) > 0 && pl.minimaFor == &pl.Templates[0] && pl.minimaLen == len(pl.Templates) {
 		return pl.minima
 	}
-	pl.minima, pl.minimaFor = nil, len(pl.Templates)
-	var constrained []int
+	pl.minima, pl.minimaFor, pl.minimaLen = nil, nil, len(pl.Templates)
+	if len(pl.Templates) > 0 {
+		pl.minimaFor = &pl.Templates[0]
+	}
+	var withMinima []int
 	for ti, t := range pl.Templates {
-		if hasMinValues(t.Pool) {
-			constrained = append(constrained, ti)
+		if constrained(t) {
+			withMinima = append(withMinima, ti)
 		}
 	}
-	if len(constrained) == 0 {
+	if len(withMinima) == 0 {
 		return nil
 	}
 	mv := &minValuesIndex{part: make([]int, len(pl.Templates)), peers: make([][]int, len(pl.Templates))}
 	for ti := range mv.part {
 		mv.part[ti] = -1
 	}
-	for i, p := range ps.partitions(constrained) {
+	for i, p := range ps.partitions(withMinima) {
 		reqs := minValuesOf(pl.Templates[p[0]].Pool)
 		mv.reqs = append(mv.reqs, reqs)
 		cands := ps.peerCandidates(p, reqs)

@@ -341,3 +341,25 @@ func TestMinValuesLeaveOtherPoolsAlone(t *testing.T) {
 		}
 	}
 }
+
+// A reserved offering is one type in one reservation: a pool's minima do not apply to it, so a
+// pool with minValues still plans onto its reservation first.
+func TestMinValuesLeaveReservationsAlone(t *testing.T) {
+	types := testTypes()
+	r := &cloud.CapacityReservation{ID: "cr-1", InstanceType: "m5.large", Zone: "us-east-1a", Available: 1}
+	for i := range types {
+		if types[i].Name == "m5.large" {
+			types[i].Offerings = append(types[i].Offerings, cloud.Offering{Zone: "us-east-1a", CapacityType: cloud.Reserved, PricePerHour: 1e-7, Reservation: r})
+		}
+	}
+	pool := config.Pool{Name: "ml", CapacityTypes: []string{"reserved", "on-demand"}, Requirements: []config.Requirement{{
+		NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-family", Operator: corev1.NodeSelectorOpExists}, MinValues: 2}}}
+	tmpls, err := Templates([]config.Pool{pool}, types, map[string][]string{"ml": {"us-east-1a", "us-east-1b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := (&Planner{Templates: tmpls}).Plan(context.Background(), []*Pod{pod(t, "p", "1", "1Gi", nil)})
+	if len(plan.Nodes) != 1 || plan.Nodes[0].Template.Offering.Reservation != r || len(plan.Nodes[0].Alternatives) != 1 {
+		t.Fatalf("plan %+v (unschedulable %v), want one node in the reservation, offering its one type", plan.Nodes, plan.Unschedulable)
+	}
+}

@@ -95,9 +95,10 @@ type Planner struct {
 	// noCompact turns compact off, for tests that compare.
 	noCompact bool
 	// minima caches what Templates' pools' minValues make of them (see minValuesIndex) for
-	// Templates of length minimaFor.
+	// the Templates slice minimaFor (its first element's address) of length minimaLen.
 	minima    *minValuesIndex
-	minimaFor int
+	minimaFor **Template
+	minimaLen int
 }
 
 // sweepLimit bounds how many nodes that refused a class are asked again before a new node is
@@ -751,7 +752,7 @@ func (ps *planState) openTemplate(c *class, m *member, ti int) *openNode {
 	}
 	t := ps.pl.Templates[ti]
 	name := fmt.Sprintf("planned-%d", len(ps.nodes))
-	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}, alone: ps.isolate && hasMinValues(t.Pool)}
+	n := &openNode{name: name, template: ti, capacity: ps.avail[ti], classes: map[*class]bool{}, alone: ps.isolate && constrained(t)}
 	n.info = filterInfo(nodeNamed(t, name), t.Daemons...)
 	for _, d := range n.info.Pods {
 		ps.log = append(ps.log, placement{pod: d, node: n})
@@ -832,7 +833,8 @@ func (ps *planState) finish(n *openNode) (*PlannedNode, string) {
 		max = 10
 	}
 	var tis []int
-	if reqs := minValuesOf(ps.pl.Templates[n.template].Pool); len(reqs) > 0 {
+	if t := ps.pl.Templates[n.template]; constrained(t) {
+		reqs := minValuesOf(t.Pool)
 		var why string
 		if tis, why = ps.diverseAlternatives(n, reqs, max); why != "" {
 			return nil, why
@@ -866,7 +868,7 @@ func (ps *planState) holders(n *openNode, max int) []int {
 // holdersOf is holders for pods using used of the classes, on a node opened as template opened,
 // among the templates cheaper than below.
 func (ps *planState) holdersOf(opened *Template, used vec, classes map[*class]bool, max int, below float64) []int {
-	if ps.isolate && len(classes) > 1 && hasMinValues(opened.Pool) {
+	if ps.isolate && len(classes) > 1 && constrained(opened) {
 		return nil
 	}
 	var first *Template

@@ -87,7 +87,7 @@ func (p *repackPricer) frontier(mask uint64) [][]int {
 	}
 	out := make([][]int, len(p.reps))
 	for g, rep := range p.reps {
-		if p.ps.isolate && bits.OnesCount64(mask) > 1 && hasMinValues(rep.Pool) {
+		if p.ps.isolate && bits.OnesCount64(mask) > 1 && constrained(rep) {
 			continue // no template: one class a node there (see planState.isolate)
 		}
 		key := frontierKey{groupOf(rep), name}

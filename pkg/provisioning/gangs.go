@@ -497,19 +497,30 @@ func (p *Provisioner) gangWaits(ctx context.Context, g *gang, reason, msg string
 	}
 }
 
-// provisionGang plans a ready gang on its own and records its claims together, or says why not.
-func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
-	closed := p.closedPools(ctx, templates)
+// planGang plans a ready gang whole: with the members already placed in their zone, else anywhere
+// the gang zone policy allows.
+func (p *Provisioner) planGang(ctx context.Context, g *gang, templates []*planning.Template, closed map[string]string) (*planning.Plan, string) {
 	sameZone := p.Args.GangZonePolicy != config.GangAnyZone
-	var plan *planning.Plan
-	why := ""
 	if sameZone && g.zone != "" {
 		// Members already placed (a gang planned again in part) are in one zone: the rest join them.
 		inZone := slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool { return t.Offering.Zone != g.zone })
-		plan, why = (&planning.Planner{Templates: inZone, Closed: closed}).PlanWhole(ctx, g.pods, true)
+		if plan, why := (&planning.Planner{Templates: inZone, Closed: closed}).PlanWhole(ctx, g.pods, true); plan != nil {
+			return plan, why
+		}
 	}
-	if plan == nil {
-		plan, why = (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods, sameZone)
+	return (&planning.Planner{Templates: templates, Closed: closed}).PlanWhole(ctx, g.pods, sameZone)
+}
+
+// provisionGang plans a ready gang on its own and records its claims together, or says why not.
+func (p *Provisioner) provisionGang(ctx context.Context, g *gang, templates []*planning.Template) {
+	closed := p.closedPools(ctx, templates)
+	plan, why := p.planGang(ctx, g, templates, closed)
+	if plan != nil {
+		// A gang is launched whole or not at all: one planned past a reservation's free
+		// instances is planned again without the reservations it overbooks.
+		if full := overbooked(plan.Nodes); len(full) > 0 {
+			plan, why = p.planGang(ctx, g, withoutReservations(templates, full), closed)
+		}
 	}
 	if plan == nil {
 		p.gangWaits(ctx, g, GangUnplannable, fmt.Sprintf("Tailor cannot launch capacity for the whole gang %s, so it launches none: %s", g.key, why), true)

@@ -26,9 +26,7 @@ func withinReservations(ctx context.Context, planner *planning.Planner, plan *pl
 		for _, n := range excess {
 			pods = append(pods, n.Pods...)
 		}
-		templates = slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool {
-			return t.Offering.Reservation != nil && full[t.Offering.Reservation.ID]
-		})
+		templates = withoutReservations(templates, full)
 		klog.FromContext(ctx).V(2).Info("Planned past capacity reservations' free instances; planning those pods again without them",
 			"nodes", len(excess), "pods", len(pods))
 		again := (&planning.Planner{Templates: templates, Closed: planner.Closed, MaxAlternatives: planner.MaxAlternatives}).Plan(ctx, pods)
@@ -65,4 +63,18 @@ func splitExcess(nodes []*planning.PlannedNode, full map[string]bool) (kept, exc
 		}
 	}
 	return kept, excess
+}
+
+// overbooked are the reservations the nodes plan past their free instances.
+func overbooked(nodes []*planning.PlannedNode) map[string]bool {
+	full := map[string]bool{}
+	splitExcess(nodes, full)
+	return full
+}
+
+// withoutReservations are the templates but those of the reservations.
+func withoutReservations(templates []*planning.Template, reservations map[string]bool) []*planning.Template {
+	return slices.DeleteFunc(slices.Clone(templates), func(t *planning.Template) bool {
+		return t.Offering.Reservation != nil && reservations[t.Offering.Reservation.ID]
+	})
 }

@@ -105,14 +105,18 @@ func MIME(parts []Part) (string, error) {
 }
 
 // MergeTOML merges Bottlerocket settings: ours over the user's where both set a key, tables
-// merged key by key. The result is TOML Bottlerocket reads; keys come out sorted.
-func MergeTOML(user, ours string) (string, error) {
+// merged key by key, except the tables named (dotted paths), which only ours may set: the user's
+// are dropped. The result is TOML Bottlerocket reads; keys come out sorted.
+func MergeTOML(user, ours string, replace ...string) (string, error) {
 	var u, o map[string]any
 	if _, err := toml.Decode(user, &u); err != nil {
 		return "", fmt.Errorf("bottlerocket user data: %w", err)
 	}
 	if _, err := toml.Decode(ours, &o); err != nil {
 		return "", fmt.Errorf("bottlerocket settings: %w", err)
+	}
+	for _, path := range replace {
+		deleteAt(u, path)
 	}
 	merged := mergeTables(u, o)
 	var b bytes.Buffer
@@ -136,4 +140,17 @@ func mergeTables(base, over map[string]any) map[string]any {
 		}
 	}
 	return base
+}
+
+// deleteAt removes the value at a dotted path of tables, if there is one.
+func deleteAt(t map[string]any, path string) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := t[k].(map[string]any)
+		if !ok {
+			return
+		}
+		t = next
+	}
+	delete(t, keys[len(keys)-1])
 }

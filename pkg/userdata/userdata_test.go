@@ -76,6 +76,15 @@ func TestMergeTOML(t *testing.T) {
 	if got["settings"].(map[string]any)["kernel"].(map[string]any)["lockdown"] != "integrity" {
 		t.Errorf("the user's kernel settings are gone:\n%s", merged)
 	}
+	// Named tables are ours alone: the user's go, whether or not we set ours.
+	replaced, err := MergeTOML(user+"[settings.kubernetes.node-taints]\ngpu = [\"true:NoSchedule\"]\n", ours+"[settings.kubernetes.node-taints]\nx = [\":NoSchedule\"]\n", "settings.kubernetes.node-taints")
+	if err != nil || strings.Contains(replaced, "gpu") || !strings.Contains(replaced, "x = ") {
+		t.Errorf("taints not replaced (%v):\n%s", err, replaced)
+	}
+	dropped, err := MergeTOML(user+"[settings.kubernetes.node-taints]\ngpu = [\"true:NoSchedule\"]\n", ours, "settings.kubernetes.node-taints")
+	if err != nil || strings.Contains(dropped, "gpu") {
+		t.Errorf("the user's taints stayed (%v):\n%s", err, dropped)
+	}
 	if _, err := MergeTOML("not = [toml", ours); err == nil {
 		t.Error("broken user TOML merged")
 	}

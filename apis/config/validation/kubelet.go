@@ -16,21 +16,26 @@ var (
 	maxPodsPolicies = sets.New(config.MaxPodsENI, config.MaxPodsPrefixDelegation)
 	// reservedResources are what systemReserved and kubeReserved may hold (the kubelet's list).
 	reservedResources = sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, "pid")
-	// evictionSignals are the kubelet's eviction signals on Linux.
+	// evictionSignals are the kubelet's eviction signals on Linux with containerd (the
+	// containerfs ones need CRI-O's split image filesystem), which Bottlerocket takes too.
 	evictionSignals = sets.New("memory.available", "nodefs.available", "nodefs.inodesFree",
-		"imagefs.available", "imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available")
+		"imagefs.available", "imagefs.inodesFree", "pid.available")
 	// quantitySignals take a quantity as well as a percentage; the others only a percentage.
-	quantitySignals = sets.New("memory.available", "nodefs.available", "imagefs.available", "containerfs.available")
+	quantitySignals = sets.New("memory.available", "nodefs.available", "imagefs.available")
 )
 
 // maxKubeletPods is the most pods a kubelet setting may ask for; EKS recommends at most 250.
 const maxKubeletPods = 1000
 
-// validateKubelet checks a pool's kubelet settings the way the kubelet would refuse them.
-func validateKubelet(path *field.Path, k *config.Kubelet) field.ErrorList {
+// validateKubelet checks a pool's kubelet settings the way the kubelet, or the image family
+// that writes its configuration, would refuse them.
+func validateKubelet(path *field.Path, k *config.Kubelet, family string) field.ErrorList {
 	var errs field.ErrorList
+	if family == config.FamilyCustom && !k.Empty() {
+		return field.ErrorList{field.Forbidden(path, "a custom image bootstraps from the pool's userData alone, which must configure its kubelet; Tailor would plan with settings no node has")}
+	}
 	if k.MaxPods < 0 || k.MaxPods > maxKubeletPods {
-		errs = append(errs, field.Invalid(path.Child("maxPods"), k.MaxPods, fmt.Sprintf("must be between 1 and %d", maxKubeletPods)))
+		errs = append(errs, field.Invalid(path.Child("maxPods"), k.MaxPods, fmt.Sprintf("must be between 1 and %d (or unset)", maxKubeletPods)))
 	}
 	if !maxPodsPolicies.Has(k.MaxPodsPolicy) {
 		errs = append(errs, field.NotSupported(path.Child("maxPodsPolicy"), k.MaxPodsPolicy, sets.List(maxPodsPolicies)))
@@ -38,8 +43,8 @@ func validateKubelet(path *field.Path, k *config.Kubelet) field.ErrorList {
 	if k.PodsPerCore < 0 || k.PodsPerCore > maxKubeletPods {
 		errs = append(errs, field.Invalid(path.Child("podsPerCore"), k.PodsPerCore, fmt.Sprintf("must be between 0 and %d", maxKubeletPods)))
 	}
-	errs = append(errs, validateReserved(path.Child("systemReserved"), k.SystemReserved)...)
-	errs = append(errs, validateReserved(path.Child("kubeReserved"), k.KubeReserved)...)
+	errs = append(errs, validateReserved(path.Child("systemReserved"), k.SystemReserved, family)...)
+	errs = append(errs, validateReserved(path.Child("kubeReserved"), k.KubeReserved, family)...)
 	errs = append(errs, validateThresholds(path.Child("evictionHard"), k.EvictionHard)...)
 	errs = append(errs, validateThresholds(path.Child("evictionSoft"), k.EvictionSoft)...)
 	for signal := range k.EvictionSoft {
@@ -66,13 +71,15 @@ func validateKubelet(path *field.Path, k *config.Kubelet) field.ErrorList {
 	return errs
 }
 
-func validateReserved(path *field.Path, rl corev1.ResourceList) field.ErrorList {
+func validateReserved(path *field.Path, rl corev1.ResourceList, family string) field.ErrorList {
 	var errs field.ErrorList
 	for name, q := range rl {
 		rp := path.Key(string(name))
 		switch {
 		case !reservedResources.Has(name):
 			errs = append(errs, field.NotSupported(rp, name, []string{"cpu", "ephemeral-storage", "memory", "pid"}))
+		case name == "pid" && family == config.FamilyBottlerocket:
+			errs = append(errs, field.Forbidden(rp, "Bottlerocket reserves cpu, memory and ephemeral-storage only"))
 		case q.Sign() < 0:
 			errs = append(errs, field.Invalid(rp, q.String(), "must not be negative"))
 		}

@@ -244,7 +244,7 @@ func validatePool(path *field.Path, p *config.Pool) field.ErrorList {
 	errs = append(errs, validateTaints(path.Child("taints"), p.Taints)...)
 	errs = append(errs, validateTaints(path.Child("startupTaints"), p.StartupTaints)...)
 	errs = append(errs, validateLaunchSettings(path, p)...)
-	errs = append(errs, validateKubelet(path.Child("kubelet"), &p.Kubelet)...)
+	errs = append(errs, validateKubelet(path.Child("kubelet"), &p.Kubelet, p.ImageFamily)...)
 	if p.InstanceStorePolicy != "" && p.InstanceStorePolicy != config.InstanceStoreRAID0 {
 		errs = append(errs, field.NotSupported(path.Child("instanceStorePolicy"), p.InstanceStorePolicy, []string{config.InstanceStoreRAID0}))
 	}
@@ -365,12 +365,12 @@ func validateMinValues(path *field.Path, r config.Requirement) field.ErrorList {
 	switch {
 	case r.MinValues < 0 || r.MinValues > maxMinValues:
 		return field.ErrorList{field.Invalid(mp, r.MinValues, fmt.Sprintf("must be between 1 and %d", maxMinValues))}
-	case r.Key == corev1.LabelTopologyZone || r.Key == v1alpha1.LabelCapacityType:
-		return field.ErrorList{field.Invalid(mp, r.MinValues, "a claim launches in one zone with one capacity type: minValues counts the values of instance type labels")}
+	case r.Key == corev1.LabelTopologyZone || r.Key == v1alpha1.LabelCapacityType || r.Key == corev1.LabelArchStable || r.Key == corev1.LabelOSStable:
+		return field.ErrorList{field.Invalid(mp, r.MinValues, "a claim launches in one zone with one capacity type and one image (one architecture and OS): minValues counts the values of instance type labels")}
+	case r.Operator == corev1.NodeSelectorOpIn && int(r.MinValues) > len(sets.New(r.Values...)):
+		return field.ErrorList{field.Invalid(mp, r.MinValues, fmt.Sprintf("more than the %d distinct values the requirement allows", len(sets.New(r.Values...))))}
 	case r.Operator == corev1.NodeSelectorOpDoesNotExist:
 		return field.ErrorList{field.Invalid(mp, r.MinValues, "operator DoesNotExist leaves no value to count")}
-	case r.Operator == corev1.NodeSelectorOpIn && int(r.MinValues) > len(r.Values):
-		return field.ErrorList{field.Invalid(mp, r.MinValues, fmt.Sprintf("more than the %d values the requirement allows", len(r.Values)))}
 	}
 	return nil
 }

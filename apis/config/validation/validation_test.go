@@ -84,9 +84,24 @@ func TestValidateTailorArgs(t *testing.T) {
 				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpExists}, MinValues: 2},
 				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpExists}, MinValues: 51},
 				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-size", Operator: corev1.NodeSelectorOpDoesNotExist}, MinValues: 1},
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpExists}, MinValues: 2},
+				{NodeSelectorRequirement: corev1.NodeSelectorRequirement{Key: "tailor.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5", "m5"}}, MinValues: 2},
 			}
-		}, want: []string{"args.pools[0].requirements[0].minValues: Invalid value: 3: more than the 2 values", "args.pools[0].requirements[1].minValues: Invalid value: 2: a claim launches in one zone",
-			"args.pools[0].requirements[2].minValues: Invalid value: 51", "args.pools[0].requirements[3].minValues: Invalid value: 1: operator DoesNotExist"}},
+		}, want: []string{"args.pools[0].requirements[0].minValues: Invalid value: 3: more than the 2 distinct values", "args.pools[0].requirements[1].minValues: Invalid value: 2: a claim launches in one zone",
+			"args.pools[0].requirements[2].minValues: Invalid value: 51", "args.pools[0].requirements[3].minValues: Invalid value: 1: operator DoesNotExist",
+			"args.pools[0].requirements[4].minValues: Invalid value: 2: a claim launches in one zone", "args.pools[0].requirements[5].minValues: Invalid value: 2: more than the 1 distinct values"}},
+		{name: "thresholds the kubelet or Bottlerocket refuse", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].Kubelet.EvictionHard = map[string]string{"memory.available": "0Mi", "nodefs.available": "100%", "imagefs.available": "0%", "containerfs.available": "10%"}
+		}, want: []string{`args.pools[0].kubelet.evictionHard[memory.available]: Invalid value: "0Mi"`, `args.pools[0].kubelet.evictionHard[nodefs.available]: Invalid value: "100%"`,
+			`args.pools[0].kubelet.evictionHard[imagefs.available]: Invalid value: "0%"`, `args.pools[0].kubelet.evictionHard[containerfs.available]: Unsupported value`}},
+		{name: "pid reservation on Bottlerocket", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily = "bottlerocket", config.FamilyBottlerocket
+			a.Pools[0].Kubelet.KubeReserved = corev1.ResourceList{"pid": resource.MustParse("1000")}
+		}, want: []string{"args.pools[0].kubelet.kubeReserved[pid]: Forbidden: Bottlerocket reserves cpu, memory and ephemeral-storage only"}},
+		{name: "kubelet settings on a custom image", mutate: func(a *config.TailorArgs) {
+			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "ami-0123456789abcdef0", config.FamilyCustom, "#!/bin/bash\n"
+			a.Pools[0].Kubelet.MaxPods = 110
+		}, want: []string{"args.pools[0].kubelet: Forbidden: a custom image bootstraps"}},
 		{name: "image ID of the custom family", mutate: func(a *config.TailorArgs) {
 			a.Pools[0].AMI, a.Pools[0].ImageFamily, a.Pools[0].UserData = "ami-0123456789abcdef0", config.FamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh prod\n"
 		}},

@@ -25,11 +25,13 @@ type kubeletSettings struct {
 	pool     *config.Kubelet
 }
 
-// kubeletFor is the kubelet part of the user data of a node of the type in a pool with k.
-func kubeletFor(it *cloud.InstanceType, k *config.Kubelet) kubeletSettings {
+// kubeletFor is the kubelet part of the user data of a node of the type in a pool with k. whole
+// writes the resolved reservations even for a pool without settings: the pool's own user data
+// might set some, and Tailor's, merged last, must win with what the planner counted.
+func kubeletFor(it *cloud.InstanceType, k *config.Kubelet, whole bool) kubeletSettings {
 	kc := catalog.KubeletFor(it, k)
 	ks := kubeletSettings{maxPods: kc.MaxPods}
-	if !k.Empty() {
+	if whole || !k.Empty() {
 		ks.resolved, ks.pool = &kc, k
 	}
 	return ks

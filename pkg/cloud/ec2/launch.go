@@ -124,7 +124,7 @@ func (p *Provider) launchTemplates(req cloud.LaunchRequest, types []cloud.Instan
 	groupOf := map[string]int{}
 	overrideGroup := make([]int, len(req.Overrides))
 	for i := range req.Overrides {
-		nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, kubelet: kubeletFor(&types[i], &req.Settings.Kubelet),
+		nb := nodeBootstrap{labels: req.NodeLabels, taints: req.NodeTaints, kubelet: kubeletFor(&types[i], &req.Settings.Kubelet, req.Settings.UserData != ""),
 			userData: req.Settings.UserData, raid0: req.Settings.InstanceStoreRAID0 && types[i].InstanceStorageGB > 0}
 		userData, err := p.userData(family, nb)
 		if err != nil {

@@ -87,17 +87,18 @@ func fleetCapacityType(req cloud.LaunchRequest) ec2types.DefaultTargetCapacityTy
 	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
-// instanceCapacityType is how an instance was bought: in a reservation Tailor targeted (a
-// Capacity Block, or capacity-reservations-only), as spot, or on demand (which an open
-// reservation may have absorbed without being asked).
+// instanceCapacityType is how an instance was bought: in a reservation its launch targeted (a
+// Capacity Block, or a target, which EC2 reports instead of a preference), as spot, or on demand
+// (which an open reservation may have absorbed without being asked).
 func instanceCapacityType(in ec2types.Instance) cloud.CapacityType {
+	spec := in.CapacityReservationSpecification
 	switch {
 	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
 		return cloud.Spot
-	case in.InstanceLifecycle == ec2types.InstanceLifecycleType("capacity-block"):
+	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock:
 		return cloud.Reserved
-	case in.CapacityReservationId != nil && in.CapacityReservationSpecification != nil &&
-		in.CapacityReservationSpecification.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly:
+	case in.CapacityReservationId != nil && spec != nil && (spec.CapacityReservationTarget != nil ||
+		spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly):
 		return cloud.Reserved
 	}
 	return cloud.OnDemand

@@ -222,7 +222,8 @@ func bottlerocketUserData(o Options, nb nodeBootstrap) (string, error) {
 	if nb.userData == "" {
 		return b.String(), nil
 	}
-	merged, err := userdata.MergeTOML(nb.userData, b.String())
+	// Taints decide where pods may go: the node has Tailor's, which the planner counted with.
+	merged, err := userdata.MergeTOML(nb.userData, b.String(), "settings.kubernetes.node-taints")
 	if err != nil {
 		return "", fmt.Errorf("ec2: pool user data: %w", err)
 	}

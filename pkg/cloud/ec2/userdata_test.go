@@ -157,7 +157,7 @@ func TestUserDataKubeletSettings(t *testing.T) {
 		EvictionSoft:              map[string]string{"memory.available": "500Mi"},
 		EvictionSoftGracePeriod:   map[string]metav1.Duration{"memory.available": {Duration: 90 * time.Second}},
 		EvictionMaxPodGracePeriod: 60, ClusterDNS: []string{"169.254.20.10"}}
-	nb := nodeBootstrap{kubelet: kubeletFor(&m5large, &k)}
+	nb := nodeBootstrap{kubelet: kubeletFor(&m5large, &k, false)}
 	tests := []struct {
 		name string
 		make func(Options, nodeBootstrap) (string, error)
@@ -221,7 +221,7 @@ eviction-max-pod-grace-period = 60
 		})
 	}
 	// A pool without settings writes the pod limit alone, as before.
-	plain, err := nodeadmUserData(opts, nodeBootstrap{kubelet: kubeletFor(&m5large, &config.Kubelet{})})
+	plain, err := nodeadmUserData(opts, nodeBootstrap{kubelet: kubeletFor(&m5large, &config.Kubelet{}, false)})
 	if err != nil || !strings.Contains(plain, "    config:\n      maxPods: 29\n\n--//--") {
 		t.Errorf("user data without settings %v:\n%s", err, plain)
 	}

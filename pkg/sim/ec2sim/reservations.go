@@ -580,9 +580,13 @@ func (c *fleetCandidate) reservationResources() []AuthorizedResource {
 // CapacityReservationId, CapacityReservationSpecification and, in a Capacity Block, the
 // InstanceLifecycle capacity-block.
 func sdkReservationFields(in *instance, out *ec2types.Instance) {
+	// EC2 answers the preference (open, none) of an instance that names no target, and only the
+	// target of one that does.
 	spec := &ec2types.CapacityReservationSpecificationResponse{CapacityReservationPreference: ec2types.CapacityReservationPreference(in.reservationPref)}
 	if in.targeted {
-		spec.CapacityReservationTarget = &ec2types.CapacityReservationTargetResponse{CapacityReservationId: aws.String(in.reservation.id)}
+		spec = &ec2types.CapacityReservationSpecificationResponse{
+			CapacityReservationTarget: &ec2types.CapacityReservationTargetResponse{CapacityReservationId: aws.String(in.reservation.id)},
+		}
 	}
 	out.CapacityReservationSpecification = spec
 	if in.reservation != nil {

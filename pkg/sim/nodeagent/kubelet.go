@@ -54,9 +54,15 @@ func reservedResources(field string, m map[string]string) (corev1.ResourceList, 
 	return rl, nil
 }
 
+// evictionSignals are the signals the kubelet (with containerd) and Bottlerocket take.
+var evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
+
 // thresholds checks eviction thresholds as the kubelet parses them.
 func thresholds(field string, m map[string]string) error {
 	for _, signal := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(evictionSignals, signal) {
+			return fmt.Errorf("%s: unknown eviction signal %q", field, signal)
+		}
 		if _, err := config.ParseThreshold(m[signal]); err != nil {
 			return fmt.Errorf("%s.%s: %w", field, signal, err)
 		}
