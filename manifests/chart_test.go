@@ -92,6 +92,7 @@ func TestHelmLint(t *testing.T) {
 	}{
 		{"chart defaults", chartDefaults},
 		{"example values", []string{"-f", deployValues}},
+		{"every pool field", []string{"--set", "settings.clusterName=prod", "-f", valuesFile(t, everyPoolField)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, err := helm(t, append([]string{"lint", "--strict", chartDir}, tc.args...)...)
@@ -646,13 +647,20 @@ func TestSchedulerConfigLoads(t *testing.T) {
 				t.Fatalf("%d pools, want 1", len(a.Pools))
 			}
 			p := a.Pools[0]
-			if p.Name != "batch-2" || p.Weight != 100 || len(p.Requirements) != 4 || len(p.Disruption.Budgets) != 2 ||
+			if p.Name != "batch-2" || p.Weight != 100 || len(p.Requirements) != 5 || len(p.Disruption.Budgets) != 2 ||
 				p.Limits.Cpu().Value() != 1000 || p.Disruption.ExpireAfter.Duration != 720*time.Hour || p.AMI != "ami-0123456789abcdef0" {
 				t.Errorf("pool %+v", p)
 			}
 			if len(p.BlockDeviceMappings) != 1 || p.BlockDeviceMappings[0].VolumeSize.String() != "200Gi" || p.BlockDeviceMappings[0].IOPS != 6000 ||
 				p.MetadataOptions.HTTPPutResponseHopLimit != 2 || p.Tags["team"] != "data" || !p.DetailedMonitoring {
 				t.Errorf("launch settings %+v %+v %v %v", p.BlockDeviceMappings, p.MetadataOptions, p.Tags, p.DetailedMonitoring)
+			}
+			if p.Requirements[4].MinValues != 3 || p.CapacityReservationSelector.Tags["team"] != "data" || p.ImageFamily != "bottlerocket" ||
+				!strings.Contains(p.UserData, "lockdown") || p.AssociatePublicIPAddress == nil || *p.AssociatePublicIPAddress ||
+				p.InstanceStorePolicy != "RAID0" || p.Kubelet.MaxPods != 110 || p.Kubelet.MaxPodsPolicy != "PrefixDelegation" ||
+				p.Kubelet.EvictionSoftGracePeriod["memory.available"].Duration != 2*time.Minute || len(p.Kubelet.ClusterDNS) != 1 {
+				t.Errorf("node settings: minValues %d, reservations %v, family %s, user data %q, public IP %v, instance store %s, kubelet %+v",
+					p.Requirements[4].MinValues, p.CapacityReservationSelector, p.ImageFamily, p.UserData, p.AssociatePublicIPAddress, p.InstanceStorePolicy, p.Kubelet)
 			}
 		},
 	}, {
@@ -732,11 +740,18 @@ const everyPoolField = `pools:
   - {key: tailor.dev/instance-generation, operator: Gt, values: ["5"]}
   - {key: tailor.dev/instance-gpu-count, operator: DoesNotExist}
   - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-east-1e]}
-  capacityTypes: [spot, on-demand]
+  - {key: tailor.dev/instance-family, operator: Exists, minValues: 3}
+  capacityTypes: [reserved, spot, on-demand]
+  capacityReservationSelector: {tags: {team: data}}
   zones: [us-east-1a, us-east-1b]
   subnetSelector: {ids: [subnet-0123456789abcdef0]}
   securityGroupSelector: {tags: {tailor.dev/discovery: prod, team: "*"}}
   ami: ami-0123456789abcdef0
+  imageFamily: bottlerocket
+  userData: |
+    [settings.kernel]
+    lockdown = "integrity"
+  associatePublicIPAddress: false
   instanceProfile: arn:aws:iam::123456789012:instance-profile/nodes/tailor-node
   labels: {workload-class: batch, example.com/team: data}
   taints: [{key: example.com/batch, value: "true", effect: NoSchedule}]
@@ -747,6 +762,18 @@ const everyPoolField = `pools:
   metadataOptions: {httpTokens: required, httpPutResponseHopLimit: 2, httpProtocolIPv6: false}
   tags: {team: data, cost-center: "4711"}
   detailedMonitoring: true
+  instanceStorePolicy: RAID0
+  kubelet:
+    maxPods: 110
+    maxPodsPolicy: PrefixDelegation
+    podsPerCore: 20
+    systemReserved: {cpu: 100m, memory: 200Mi}
+    kubeReserved: {cpu: 200m, memory: 1Gi, ephemeral-storage: 2Gi}
+    evictionHard: {memory.available: 5%, nodefs.available: 10%}
+    evictionSoft: {memory.available: 10%}
+    evictionSoftGracePeriod: {memory.available: 2m}
+    evictionMaxPodGracePeriod: 60
+    clusterDNS: [169.254.20.10]
   limits: {cpu: 1000, memory: 4000Gi}
   disruption:
     consolidationPolicy: WhenEmpty
