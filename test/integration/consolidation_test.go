@@ -420,15 +420,7 @@ func TestNewImageBehindAliasRenewsNodes(t *testing.T) {
 	ns := newNamespace(t)
 	createDeployment(t, ns, "web", 1, podSpec("500m", "1Gi"))
 	old := waitRunning(t, ns, 1)[0].Spec.NodeName
-	imageOf := func(node string) string {
-		name := getNode(t, node).Labels[v1alpha1.LabelClaim]
-		for _, c := range listClaims(t) {
-			if c.Name == name && c.Status.Request != nil {
-				return c.Status.Request.ImageID
-			}
-		}
-		return ""
-	}
+	imageOf := func(node string) string { return launchedImage(t, node) }
 	next, err := world.Sim.ReleaseImage(al2023Param(t, imageOf(old)))
 	if err != nil {
 		t.Fatal(err)
@@ -461,15 +453,7 @@ func TestNewImageBySelectorRenewsNodes(t *testing.T) {
 	consolidating(t, "1", selector)
 	createDeployment(t, ns, "web", 1, podSpec("500m", "1Gi"))
 	old := waitRunning(t, ns, 1)[0].Spec.NodeName
-	imageOf := func(node string) string {
-		name := getNode(t, node).Labels[v1alpha1.LabelClaim]
-		for _, c := range listClaims(t) {
-			if c.Name == name && c.Status.Request != nil {
-				return c.Status.Request.ImageID
-			}
-		}
-		return ""
-	}
+	imageOf := func(node string) string { return launchedImage(t, node) }
 	if got := imageOf(old); got != first {
 		t.Fatalf("node %s launched from %s, want the tagged image %s", old, got, first)
 	}
@@ -484,4 +468,16 @@ func TestNewImageBySelectorRenewsNodes(t *testing.T) {
 		_, err := world.Client.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// launchedImage is the image the node's claim launched it with.
+func launchedImage(t *testing.T, node string) string {
+	t.Helper()
+	name := getNode(t, node).Labels[v1alpha1.LabelClaim]
+	for _, c := range listClaims(t) {
+		if c.Name == name && c.Status.Request != nil {
+			return c.Status.Request.ImageID
+		}
+	}
+	return ""
 }
