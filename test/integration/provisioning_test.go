@@ -320,7 +320,8 @@ func TestInvalidArgsRefuseToStart(t *testing.T) {
 		mutate func(args map[string]any)
 		want   string
 	}{
-		{"unknown capacity type", func(a map[string]any) { pool(a, 0)["capacityTypes"] = []any{"reserved"} }, `TailorArgs.pools[0].capacityTypes[0]: Unsupported value: "reserved"`},
+		{"unknown capacity type", func(a map[string]any) { pool(a, 0)["capacityTypes"] = []any{"dedicated"} }, `TailorArgs.pools[0].capacityTypes[0]: Unsupported value: "dedicated"`},
+		{"reserved without reservations", func(a map[string]any) { pool(a, 0)["capacityTypes"] = []any{"reserved"} }, `TailorArgs.pools[0].capacityReservationSelector: Required value`},
 		{"requirement on an unknown label", func(a map[string]any) {
 			pool(a, 1)["requirements"] = []any{map[string]any{"key": "example.com/rack", "operator": "In", "values": []any{"a"}}}
 		}, `TailorArgs.pools[1].requirements[0].key: Unsupported value: "example.com/rack"`},
