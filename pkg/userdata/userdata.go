@@ -33,31 +33,47 @@ type Part struct {
 
 // Parts returns the parts of user data: those of a MIME multi-part document, or the user data
 // as one part of the type its first line says (a NodeConfig, cloud-config, or else a script).
+// User data that starts with MIME headers must be a multi-part document.
 func Parts(userData string) ([]Part, error) {
 	if !strings.HasPrefix(userData, "MIME-Version:") && !strings.HasPrefix(userData, "Content-Type:") {
 		return []Part{{ContentType: bareType(userData), Body: userData}}, nil
 	}
+	parts, ok, err := Multipart(userData)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("MIME user data must be multipart with a boundary")
+	case len(parts) == 0:
+		return nil, fmt.Errorf("MIME user data has no parts")
+	}
+	return parts, nil
+}
+
+// Multipart reads user data as a MIME multi-part document, as cloud-init and nodeadm do: ok is
+// false when it is not one (no MIME headers, or another media type), and then the reader takes
+// the user data whole.
+func Multipart(userData string) (parts []Part, ok bool, err error) {
 	msg, err := mail.ReadMessage(strings.NewReader(userData))
 	if err != nil {
-		return nil, fmt.Errorf("MIME user data: %w", err)
+		return nil, false, nil
 	}
 	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if err != nil || !strings.HasPrefix(mediaType, "multipart/") || params["boundary"] == "" {
-		return nil, fmt.Errorf("MIME user data must be multipart with a boundary")
+		return nil, false, nil
 	}
 	r := multipart.NewReader(msg.Body, params["boundary"])
-	var parts []Part
 	for {
 		p, err := r.NextPart()
 		if err == io.EOF {
-			break
+			return parts, true, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("MIME user data: %w", err)
+			return nil, true, fmt.Errorf("MIME user data: %w", err)
 		}
 		var body bytes.Buffer
 		if _, err := io.Copy(&body, p); err != nil {
-			return nil, fmt.Errorf("MIME user data: %w", err)
+			return nil, true, fmt.Errorf("MIME user data: %w", err)
 		}
 		ct := p.Header.Get("Content-Type")
 		if ct == "" {
@@ -65,10 +81,6 @@ func Parts(userData string) ([]Part, error) {
 		}
 		parts = append(parts, Part{ContentType: ct, Body: body.String()})
 	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("MIME user data has no parts")
-	}
-	return parts, nil
 }
 
 // bareType is the content type of user data that is not MIME.

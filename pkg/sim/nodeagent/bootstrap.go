@@ -1,15 +1,11 @@
 package nodeagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
-	"mime/multipart"
-	"net/mail"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -18,6 +14,8 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	utiltaints "k8s.io/kubernetes/pkg/util/taints"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tailor-eks/tailor/pkg/userdata"
 )
 
 // Cluster is what a node's bootstrap must name to join: a kubelet given another endpoint or CA
@@ -139,32 +137,18 @@ func parseNodeadm(userData string, c Cluster) (*Bootstrap, error) {
 
 // nodeConfigParts returns the NodeConfig documents of the user data.
 func nodeConfigParts(data []byte) ([][]byte, error) {
-	msg, err := mail.ReadMessage(bytes.NewReader(data))
+	parts, multi, err := userdata.Multipart(string(data))
 	if err != nil {
+		return nil, err
+	}
+	if !multi {
 		return [][]byte{data}, nil // not MIME: nodeadm reads the whole user data as one NodeConfig
 	}
-	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return [][]byte{data}, nil
-	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
 	var docs [][]byte
-	for {
-		part, err := r.NextPart()
-		if err == io.EOF {
-			break
+	for _, p := range parts {
+		if mt, _, err := mime.ParseMediaType(p.ContentType); err == nil && mt == userdata.NodeConfigType {
+			docs = append(docs, []byte(p.Body))
 		}
-		if err != nil {
-			return nil, fmt.Errorf("user data MIME: %w", err)
-		}
-		if mt, _, err := mime.ParseMediaType(part.Header.Get("Content-Type")); err != nil || mt != "application/node.eks.aws" {
-			continue
-		}
-		b, err := io.ReadAll(part)
-		if err != nil {
-			return nil, fmt.Errorf("user data MIME: %w", err)
-		}
-		docs = append(docs, b)
 	}
 	if len(docs) == 0 {
 		return nil, errors.New("Could not find NodeConfig within UserData")
