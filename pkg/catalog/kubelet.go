@@ -149,10 +149,7 @@ func VolumeGiB(pool *config.Pool) int64 {
 	if family == "" {
 		family = config.DefaultFamily(pool.AMI)
 	}
-	device := "/dev/xvda"
-	if family == config.FamilyBottlerocket {
-		device = "/dev/xvdb"
-	}
+	device := DataDevice(family)
 	for _, b := range pool.BlockDeviceMappings {
 		if b.DeviceName == device {
 			return b.VolumeSize.Value() >> 30
@@ -173,3 +170,12 @@ func Storage(pool *config.Pool, it *cloud.InstanceType) int64 {
 
 // InstanceStoreBytes is the size of the type's instance store volumes together (EC2 gives GB).
 func InstanceStoreBytes(it *cloud.InstanceType) int64 { return it.InstanceStorageGB * 1_000_000_000 }
+
+// DataDevice is the device of the volume an image family keeps images and pods' storage on:
+// Bottlerocket's data volume, the root volume of the others.
+func DataDevice(family string) string {
+	if family == config.FamilyBottlerocket {
+		return "/dev/xvdb"
+	}
+	return "/dev/xvda"
+}

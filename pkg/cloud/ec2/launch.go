@@ -18,6 +18,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
 
@@ -630,9 +631,9 @@ func blockDevices(family string, pool []cloud.BlockDevice) []ec2types.LaunchTemp
 	}
 	switch family { // a custom image keeps its own
 	case familyAL2023:
-		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 20)}
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol(catalog.DataDevice(family), catalog.DefaultRootVolumeGiB)}
 	case familyBottlerocket:
-		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 4), vol("/dev/xvdb", 20)}
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{vol("/dev/xvda", 4), vol(catalog.DataDevice(family), catalog.DefaultRootVolumeGiB)}
 	}
 	return nil
 }

@@ -8,15 +8,16 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/tailor-eks/tailor/apis/config"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 	"github.com/tailor-eks/tailor/pkg/userdata"
 )
 
 // Image families: how a node bootstraps, which decides the user data.
 const (
-	familyAL2023       = "al2023"
-	familyBottlerocket = "bottlerocket"
-	familyCustom       = "custom"
+	familyAL2023       = config.FamilyAL2023
+	familyBottlerocket = config.FamilyBottlerocket
+	familyCustom       = config.FamilyCustom
 )
 
 // maxUserData is the most user data EC2 takes (before base64).

@@ -367,12 +367,8 @@ func (a *Agent) storage(instanceID string, it *cloud.InstanceType, boot *Bootstr
 	if boot.RAID0 && it.InstanceStorageGB > 0 {
 		return catalog.InstanceStoreBytes(it)
 	}
-	device := "/dev/xvda"
-	if boot.OS == "bottlerocket" {
-		device = "/dev/xvdb"
-	}
 	if a.VolumeGiB != nil {
-		if n, ok := a.VolumeGiB(instanceID, device); ok {
+		if n, ok := a.VolumeGiB(instanceID, catalog.DataDevice(boot.OS)); ok {
 			return n << 30
 		}
 	}
