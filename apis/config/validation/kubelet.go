@@ -16,9 +16,9 @@ var (
 	maxPodsPolicies = sets.New(config.MaxPodsENI, config.MaxPodsPrefixDelegation)
 	// reservedResources are what systemReserved and kubeReserved may hold (the kubelet's list).
 	reservedResources = sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, "pid")
-	// evictionSignals are the kubelet's eviction signals on Linux with containerd (the
+	// EvictionSignals are the kubelet's eviction signals on Linux with containerd (the
 	// containerfs ones need CRI-O's split image filesystem), which Bottlerocket takes too.
-	evictionSignals = sets.New("memory.available", "nodefs.available", "nodefs.inodesFree",
+	EvictionSignals = sets.New("memory.available", "nodefs.available", "nodefs.inodesFree",
 		"imagefs.available", "imagefs.inodesFree", "pid.available")
 	// quantitySignals take a quantity as well as a percentage; the others only a percentage.
 	quantitySignals = sets.New("memory.available", "nodefs.available", "imagefs.available")
@@ -91,8 +91,8 @@ func validateThresholds(path *field.Path, thresholds map[string]string) field.Er
 	var errs field.ErrorList
 	for signal, v := range thresholds {
 		tp := path.Key(signal)
-		if !evictionSignals.Has(signal) {
-			errs = append(errs, field.NotSupported(tp, signal, sets.List(evictionSignals)))
+		if !EvictionSignals.Has(signal) {
+			errs = append(errs, field.NotSupported(tp, signal, sets.List(EvictionSignals)))
 			continue
 		}
 		if _, err := config.ParseThreshold(v); err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailor-eks/tailor/apis/config"
+	"github.com/tailor-eks/tailor/apis/config/validation"
 	"github.com/tailor-eks/tailor/pkg/catalog"
 	"github.com/tailor-eks/tailor/pkg/cloud"
 )
@@ -54,13 +55,10 @@ func reservedResources(field string, m map[string]string) (corev1.ResourceList, 
 	return rl, nil
 }
 
-// evictionSignals are the signals the kubelet (with containerd) and Bottlerocket take.
-var evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
-
 // thresholds checks eviction thresholds as the kubelet parses them.
 func thresholds(field string, m map[string]string) error {
 	for _, signal := range slices.Sorted(maps.Keys(m)) {
-		if !slices.Contains(evictionSignals, signal) {
+		if !validation.EvictionSignals.Has(signal) {
 			return fmt.Errorf("%s: unknown eviction signal %q", field, signal)
 		}
 		if _, err := config.ParseThreshold(m[signal]); err != nil {
