@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
 
@@ -104,15 +105,20 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		switch {
 		case r.NodeName == "":
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for claim %s to launch", r.Claim))
-		case pl.failedOnRegisteredNode(r.NodeName) && !heldForGang(statuses, r.NodeName) && !pl.gangGrace(pod, r.NodeName):
+		case !pl.failedOnRegisteredNode(r.NodeName) || heldForGang(statuses, r.NodeName) || pl.gangGrace(pod, r.NodeName):
+			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: r.NodeName, NominatingMode: framework.ModeOverride}},
+				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
+		case refusedForSiblings(statuses, r.NodeName) && pl.siblingsGrace(r.NodeName) && pl.prov.SiblingsWaiting(pod):
+			// Its nomination is dropped: the pods nominated to a node count as if they ran
+			// there, so siblings nominated to one node would refuse each other for good.
+			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatingMode: framework.ModeOverride}},
+				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s of claim %s refused it for where its siblings run; waiting for them to reach their nodes", r.NodeName, r.Claim))
+		default:
 			// The node it was planned for is up and still refused it (others took the room):
 			// plan it again.
 			pl.prov.Forget(pod.UID)
 			pl.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "Replanning", "Provisioning",
 				"node %s of claim %s is ready but no longer holds this pod; planning again", r.NodeName, r.Claim)
-		default:
-			return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: r.NodeName, NominatingMode: framework.ModeOverride}},
-				fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for node %s of claim %s", r.NodeName, r.Claim))
 		}
 	}
 	if !pl.ready.Load() {
@@ -142,6 +148,17 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 	return lifecycle.Ready(ni.Node()) && !lifecycle.Starting(pl.args, ni.Node())
 }
 
+// siblingsRefusalGrace bounds, counted from the node's registration, how long a pod its node
+// refuses for where its siblings run waits for them (Provisioner.SiblingsWaiting) before it is
+// planned again: the nodes planned together come up within a minute of each other on EKS.
+const siblingsRefusalGrace = 2 * time.Minute
+
+// siblingsGrace says whether the node registered less than siblingsRefusalGrace ago.
+func (pl *Plugin) siblingsGrace(node string) bool {
+	age, ok := pl.nodeAge(node)
+	return ok && age < siblingsRefusalGrace
+}
+
 // gangRefusalGrace is how long a gang's pod refused by its node stays nominated to it, counted
 // from the node's registration, before it is planned again. The room may be held by another gang's pod that found it free
 // before this one was nominated there, and waits at Permit: turned away when its own gang's
@@ -149,13 +166,22 @@ func (pl *Plugin) failedOnRegisteredNode(name string) bool {
 const gangRefusalGrace = 30 * time.Second
 
 // gangGrace says whether pod is a gang's whose node registered less than gangRefusalGrace ago.
-// (Not the Ready condition's transition: kubelet stand-ins rewrite it with every heartbeat.)
 func (pl *Plugin) gangGrace(pod *corev1.Pod, node string) bool {
 	if !pl.prov.GangMember(pod) {
 		return false
 	}
+	age, ok := pl.nodeAge(node)
+	return ok && age < gangRefusalGrace
+}
+
+// nodeAge is how long ago the node registered. (Not the Ready condition's transition: kubelet
+// stand-ins rewrite it with every heartbeat.)
+func (pl *Plugin) nodeAge(node string) (time.Duration, bool) {
 	ni, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
-	return err == nil && ni.Node() != nil && time.Since(ni.Node().CreationTimestamp.Time) < gangRefusalGrace
+	if err != nil || ni.Node() == nil {
+		return 0, false
+	}
+	return time.Since(ni.Node().CreationTimestamp.Time), true
 }
 
 // heldForGang says whether the node's status is Coscheduling's: its PreFilter turned the pod
@@ -168,6 +194,17 @@ func heldForGang(statuses framework.NodeToStatusReader, node string) bool {
 	}
 	s := statuses.Get(node)
 	return s != nil && s.Plugin() == coscheduling.Name
+}
+
+// refusedForSiblings says whether the node refused the pod for where its siblings run (a
+// topology spread, pod affinity or anti-affinity): a verdict that changes as the siblings planned
+// with it reach their nodes (Provisioner.SiblingsWaiting).
+func refusedForSiblings(statuses framework.NodeToStatusReader, node string) bool {
+	if statuses == nil {
+		return false
+	}
+	s := statuses.Get(node)
+	return s != nil && (s.Plugin() == names.PodTopologySpread || s.Plugin() == names.InterPodAffinity)
 }
 
 // PreScore skips Score when no claim keeps room for pods still to come.

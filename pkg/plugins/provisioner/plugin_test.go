@@ -33,3 +33,29 @@ func TestHeldForGang(t *testing.T) {
 		})
 	}
 }
+
+// A node refused the pod for where its siblings run when a topology spread or pod (anti-)affinity
+// turned it away; resources, taints or a missing node say nothing of the siblings.
+func TestRefusedForSiblings(t *testing.T) {
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("spread", fwk.NewStatus(fwk.Unschedulable, "node(s) didn't match pod topology spread constraints").WithPlugin("PodTopologySpread"))
+	statuses.Set("affinity", fwk.NewStatus(fwk.Unschedulable, "node(s) didn't satisfy existing pods anti-affinity rules").WithPlugin("InterPodAffinity"))
+	statuses.Set("full", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	for _, tc := range []struct {
+		statuses framework.NodeToStatusReader
+		node     string
+		want     bool
+	}{
+		{statuses, "spread", true},
+		{statuses, "affinity", true},
+		{statuses, "full", false},
+		{statuses, "absent", false},
+		{nil, "spread", false},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			if got := refusedForSiblings(tc.statuses, tc.node); got != tc.want {
+				t.Errorf("refusedForSiblings = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
