@@ -99,7 +99,8 @@ func NewFactory(configFile string) func(ctx context.Context, obj runtime.Object,
 func (pl *Plugin) Name() string { return Name }
 
 // PostFilter runs when no existing node fits the pod. A pod already planned onto a claim is
-// nominated to its node; any other pod goes to the batcher. It never blocks the scheduling loop.
+// nominated to its node (or, refused there for where its siblings run while they land, waits
+// unnominated); any other pod goes to the batcher. It never blocks the scheduling loop.
 func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, statuses framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	if r, ok := pl.ledger.Lookup(pod.UID); ok {
 		switch {
