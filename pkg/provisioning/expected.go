@@ -218,13 +218,19 @@ func expectedOn(n *planning.PlannedNode, shares map[types.UID]rollout.Workload) 
 // stillExpected says whether a workload the claim expects pods of still wants more pods than
 // it has: the node is still wanted though no pod waits for it yet.
 func (l *Reservations) stillExpected(c *v1alpha1.Claim) bool {
-	if l.Rollouts == nil {
-		return false
-	}
 	for _, e := range c.Spec.ExpectedPods {
-		if w, ok := l.Rollouts.Get(e.Kind, e.Namespace, e.Name, types.UID(e.UID)); ok && w.Wants > l.Rollouts.Live(w) {
+		if creating(l.Rollouts, e) {
 			return true
 		}
 	}
 	return false
+}
+
+// creating says whether the workload a claim expects pods of still wants more pods than it has.
+func creating(rollouts *rollout.Lister, e v1alpha1.ExpectedPods) bool {
+	if rollouts == nil {
+		return false
+	}
+	w, ok := rollouts.Get(e.Kind, e.Namespace, e.Name, types.UID(e.UID))
+	return ok && w.Wants > rollouts.Live(w)
 }

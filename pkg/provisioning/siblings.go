@@ -36,15 +36,10 @@ func (p *Provisioner) SiblingsWaiting(pod *corev1.Pod) bool {
 // keepsRoomForCreating says whether the claim keeps room for pods still to come of workload w,
 // and w still creates pods.
 func (p *Provisioner) keepsRoomForCreating(c *v1alpha1.Claim, w types.UID) bool {
-	if p.Rollouts == nil {
-		return false
-	}
 	for _, e := range c.Spec.ExpectedPods {
-		if types.UID(e.UID) != w {
-			continue
+		if types.UID(e.UID) == w {
+			return creating(p.Rollouts, e)
 		}
-		workload, ok := p.Rollouts.Get(e.Kind, e.Namespace, e.Name, w)
-		return ok && workload.Wants > p.Rollouts.Live(workload)
 	}
 	return false
 }
