@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 
 	"github.com/tailor-eks/tailor/apis/tailor/v1alpha1"
 	"github.com/tailor-eks/tailor/pkg/claims"
@@ -413,4 +414,22 @@ func al2023Param(t *testing.T, image string) string {
 	}
 	t.Fatalf("image %q is what no AL2023 alias names", image)
 	return ""
+}
+
+// createDaemonSet creates ds and waits until the running scheduler's informer has it. A plan
+// counts the DaemonSets the scheduler has seen when the pods' batch closes; a pod created at
+// once after its DaemonSet may be planned before the DaemonSet's watch event arrives (the
+// same race a user has who applies both together), which these tests do not mean to measure.
+func createDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	if _, err := world.Client.AppsV1().DaemonSets(ds.Namespace).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lister := schedulerInformers.Load().(informers.SharedInformerFactory).Apps().V1().DaemonSets().Lister()
+	if !pollWithin(waitTimeout, func() bool {
+		_, err := lister.DaemonSets(ds.Namespace).Get(ds.Name)
+		return err == nil
+	}) {
+		t.Fatalf("the scheduler never saw DaemonSet %s/%s", ds.Namespace, ds.Name)
+	}
 }

@@ -155,6 +155,7 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 		return nil, err
 	}
 	schedulerAddr.Store(cc.SecureServing.Listener.Addr().String())
+	schedulerInformers.Store(cc.InformerFactory)
 	return func() {
 		if err := app.Run(ctx, cc, sched); err != nil {
 			fmt.Fprintln(os.Stderr, "scheduler stopped:", err)
@@ -167,8 +168,11 @@ func setupScheduler(ctx context.Context, configPath string) (func(), error) {
 
 var (
 	// schedulerAddr is the running scheduler's secure port (healthz, readyz, metrics).
-	schedulerAddr   atomic.Value
-	schedulerConfig string
+	schedulerAddr atomic.Value
+	// schedulerInformers is the running scheduler's informers.SharedInformerFactory: what it
+	// has seen of the cluster.
+	schedulerInformers atomic.Value
+	schedulerConfig    string
 	// stopScheduler stops the running scheduler and waits until it has returned.
 	stopScheduler = func() {}
 )

@@ -205,12 +205,9 @@ func TestDaemonSetOverheadCounts(t *testing.T) {
 			},
 		},
 	}
-	if _, err := world.Client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createDaemonSet(t, ds)
 	// Without the daemon, the cheapest holder of the pod would do; with it, it must not.
 	alone, _ := cheapestHolder(t, "1", "2Gi")
-	// The scheduler's informer sees the DaemonSet well within the batcher's window.
 	createPod(t, ns, "beside-daemon", "1", "2Gi")
 	pods := waitRunning(t, ns, 1)
 	typ := getNode(t, pods[0].Spec.NodeName).Labels[corev1.LabelInstanceTypeStable]
@@ -227,7 +224,6 @@ func TestDaemonSetOverheadCounts(t *testing.T) {
 // no scheduler, so its room stays kept; a pod that fits the node only by taking that room goes
 // elsewhere.
 func TestDaemonRoomIsKeptUntilItsPodComes(t *testing.T) {
-	ctx := context.Background()
 	ns := newNamespace(t)
 	agent := podSpec("100m", "1Gi")
 	agent.SchedulerName = "nobody"
@@ -235,10 +231,7 @@ func TestDaemonRoomIsKeptUntilItsPodComes(t *testing.T) {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "agent"}}, Spec: agent}}}
-	if _, err := world.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The scheduler's informer sees the DaemonSet well within the batcher's window.
+	createDaemonSet(t, ds)
 	createPod(t, ns, "first", "1", "2Gi")
 	first := waitRunning(t, ns, 1)[0]
 	node := getNode(t, first.Spec.NodeName)

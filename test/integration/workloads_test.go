@@ -36,11 +36,7 @@ func TestWorkloadControllersGetPods(t *testing.T) {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: labels("agent")},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels("agent")}, Spec: agent}}}
-	if _, err := world.Client.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The scheduler's informer sees the DaemonSet well within the batcher's window.
-	time.Sleep(time.Second)
+	createDaemonSet(t, ds)
 	job := podSpec("500m", "1Gi")
 	job.RestartPolicy = corev1.RestartPolicyNever
 	if _, err := world.Client.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fan"}, Spec: batchv1.JobSpec{
