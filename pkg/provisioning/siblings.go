@@ -47,6 +47,10 @@ func (p *Provisioner) keepsRoomForCreating(c *v1alpha1.Claim, w types.UID) bool 
 // holdsWaiting says whether a pod of workload w other than self waits on the claim for a node:
 // unbound, and the ledger holds it there.
 func (p *Provisioner) holdsWaiting(c *v1alpha1.Claim, w, self types.UID) bool {
+	// Most claims of a burst already past have no pod left waiting: skip their pod lists.
+	if !p.Ledger.Waits(c.Name) {
+		return false
+	}
 	for _, ref := range c.Spec.Pods {
 		if types.UID(ref.UID) == self {
 			continue
